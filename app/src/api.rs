@@ -1,0 +1,42 @@
+//! Server functions the pages call. They read through [`ssr::ConversationSource`], which the
+//! server crate implements over its store, so this crate never touches SQL.
+
+use leptos::prelude::*;
+
+use crate::models::{Conversation, ConversationSummary};
+
+#[server(prefix = "/api/fn", endpoint = "conversations")]
+pub async fn list_conversations() -> Result<Vec<ConversationSummary>, ServerFnError> {
+    let source = ssr::source()?;
+    source.list().await.map_err(ServerFnError::new)
+}
+
+#[server(prefix = "/api/fn", endpoint = "conversation")]
+pub async fn get_conversation(id: String) -> Result<Option<Conversation>, ServerFnError> {
+    let source = ssr::source()?;
+    source.get(id).await.map_err(ServerFnError::new)
+}
+
+#[cfg(feature = "ssr")]
+pub mod ssr {
+    use std::{future::Future, pin::Pin, sync::Arc};
+
+    use leptos::prelude::*;
+
+    use crate::models::{Conversation, ConversationSummary};
+
+    pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+    /// What the pages may read, for the user of the current request. Errors are messages safe to
+    /// show; the implementation logs the details.
+    pub trait ConversationSource: Send + Sync {
+        fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>>;
+        fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>>;
+    }
+
+    pub type SharedSource = Arc<dyn ConversationSource>;
+
+    pub fn source() -> Result<SharedSource, ServerFnError> {
+        use_context::<SharedSource>().ok_or_else(|| ServerFnError::new("the conversation store is not available"))
+    }
+}

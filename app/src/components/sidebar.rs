@@ -1,0 +1,51 @@
+use leptos::prelude::*;
+
+use crate::models::ConversationSummary;
+
+/// The conversation list, newest first, with a way to start a new chat.
+#[component]
+pub fn Sidebar(
+    conversations: Resource<Result<Vec<ConversationSummary>, ServerFnError>>,
+    active: Memo<Option<String>>,
+) -> impl IntoView {
+    view! {
+        <nav class="sidebar" aria-label="Conversations">
+            <div class="brand">"Glassbox"</div>
+            <a class="new-chat" href="/">"+ New chat"</a>
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match conversations.await {
+                        Ok(list) if list.is_empty() => {
+                            view! { <p class="muted">"No conversations yet."</p> }.into_any()
+                        }
+                        Ok(list) => view! {
+                            <ul class="conversation-list">
+                                {list
+                                    .into_iter()
+                                    .map(|conversation| {
+                                        let href = format!("/c/{}", conversation.id);
+                                        let id = conversation.id.clone();
+                                        let current = move || active.get().as_deref() == Some(id.as_str());
+                                        view! {
+                                            <li>
+                                                <a
+                                                    href=href
+                                                    class:active=current.clone()
+                                                    aria-current=move || current().then_some("page")
+                                                >
+                                                    {conversation.title}
+                                                </a>
+                                            </li>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </ul>
+                        }
+                            .into_any(),
+                        Err(error) => view! { <p class="error">{error.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </nav>
+    }
+}

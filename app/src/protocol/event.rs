@@ -1,0 +1,157 @@
+//! The events of one run, as they travel on the wire (one SSE frame each) and as they are stored.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::message::{Message, Usage};
+
+/// One event of one run. `seq` counts 1, 2, 3 ... per run with no gaps; `ts` is RFC 3339 UTC with
+/// milliseconds. The payload's `type` tag sits beside these fields in the same JSON object.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub seq: u64,
+    pub run_id: String,
+    pub ts: String,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    MessageStarted {
+        conversation_id: String,
+        user_message_id: String,
+        message_id: String,
+        trace_id: String,
+        model: String,
+    },
+    ReasoningPartStarted {
+        segment_id: String,
+        summary_index: u32,
+        sequence_number: u32,
+    },
+    ReasoningPartDelta {
+        segment_id: String,
+        summary_index: u32,
+        text_delta: String,
+    },
+    ReasoningPartCompleted {
+        segment_id: String,
+        summary_index: u32,
+        final_text: String,
+    },
+    ToolCallStarted {
+        call_id: String,
+        name: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        display: Option<String>,
+        args: Value,
+        sequence_number: u32,
+    },
+    ToolCallUpdate {
+        call_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output_delta: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        progress: Option<Value>,
+    },
+    ToolResult {
+        call_id: String,
+        status: ToolResultStatus,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        output: Option<String>,
+        #[serde(default)]
+        truncated: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        full_length: Option<u64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<ToolError>,
+    },
+    TextDelta {
+        segment_id: String,
+        /// Present on a text segment's first delta only.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sequence_number: Option<u32>,
+        delta: String,
+    },
+    /// One model turn's token counts; a message's usage is the sum of its runs' usage events.
+    Usage(Usage),
+    MessageFinal {
+        message: Message,
+        trace_id: String,
+    },
+    MessageCancelled {
+        reason: String,
+        cancelled_by: CancelledBy,
+        message: Message,
+    },
+    MessageError {
+        code: String,
+        error: String,
+        message: Message,
+    },
+}
+
+impl EventKind {
+    /// The `type` tag as it appears on the wire.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::MessageStarted { .. } => "message_started",
+            EventKind::ReasoningPartStarted { .. } => "reasoning_part_started",
+            EventKind::ReasoningPartDelta { .. } => "reasoning_part_delta",
+            EventKind::ReasoningPartCompleted { .. } => "reasoning_part_completed",
+            EventKind::ToolCallStarted { .. } => "tool_call_started",
+            EventKind::ToolCallUpdate { .. } => "tool_call_update",
+            EventKind::ToolResult { .. } => "tool_result",
+            EventKind::TextDelta { .. } => "text_delta",
+            EventKind::Usage(_) => "usage",
+            EventKind::MessageFinal { .. } => "message_final",
+            EventKind::MessageCancelled { .. } => "message_cancelled",
+            EventKind::MessageError { .. } => "message_error",
+        }
+    }
+
+    /// Whether this event ends its run; every run has exactly one.
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventKind::MessageFinal { .. } | EventKind::MessageCancelled { .. } | EventKind::MessageError { .. }
+        )
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolResultStatus {
+    Success,
+    Error,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolError {
+    /// A short machine-readable class: `invalid_arguments`, `outside_workspace`, `timeout`,
+    /// `panic`, `io`, `cancelled`, ...
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelledBy {
+    User,
+    Timeout,
+    Shutdown,
+}
+
+impl CancelledBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CancelledBy::User => "user",
+            CancelledBy::Timeout => "timeout",
+            CancelledBy::Shutdown => "shutdown",
+        }
+    }
+}

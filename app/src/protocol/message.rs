@@ -1,0 +1,209 @@
+//! The canonical message: what a run's events fold into, what the database keeps and what the
+//! persisted view draws. User messages use the same shape with one text segment.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::event::ToolError;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub id: String,
+    pub role: Role,
+    pub status: MessageStatus,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+    pub created_at: String,
+    /// Ordered by `sequence_number`: reasoning, tools, reasoning again, text ... as they happened.
+    #[serde(default)]
+    pub segments: Vec<Segment>,
+    /// Why the message ended early, for cancelled, failed and interrupted messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_reason: Option<String>,
+}
+
+impl Message {
+    /// A user's message: one text segment.
+    pub fn user(id: String, text: String, created_at: String) -> Self {
+        Message {
+            id: id.clone(),
+            role: Role::User,
+            status: MessageStatus::Complete,
+            model: String::new(),
+            usage: None,
+            created_at,
+            segments: vec![Segment::Text(TextSegment { id, sequence_number: 0, text })],
+            ended_reason: None,
+        }
+    }
+
+    /// An assistant message that has not received any content yet.
+    pub fn assistant(id: String, model: String, created_at: String) -> Self {
+        Message {
+            id,
+            role: Role::Assistant,
+            status: MessageStatus::Streaming,
+            model,
+            usage: None,
+            created_at,
+            segments: Vec::new(),
+            ended_reason: None,
+        }
+    }
+
+    /// The answer text: every text segment, in order.
+    pub fn text(&self) -> String {
+        self.segments
+            .iter()
+            .filter_map(|segment| match segment {
+                Segment::Text(text) => Some(text.text.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    pub fn tool_calls(&self) -> impl Iterator<Item = &ToolCallSegment> {
+        self.segments.iter().filter_map(|segment| match segment {
+            Segment::ToolCall(call) => Some(call),
+            _ => None,
+        })
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageStatus {
+    /// The run is still going.
+    Streaming,
+    Complete,
+    Cancelled,
+    Error,
+    /// The server stopped while the run was going; the message keeps what was saved.
+    Interrupted,
+}
+
+impl MessageStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageStatus::Streaming => "streaming",
+            MessageStatus::Complete => "complete",
+            MessageStatus::Cancelled => "cancelled",
+            MessageStatus::Error => "error",
+            MessageStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning_tokens: Option<u64>,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.reasoning_tokens = match (self.reasoning_tokens, other.reasoning_tokens) {
+            (None, None) => None,
+            (mine, theirs) => Some(mine.unwrap_or(0) + theirs.unwrap_or(0)),
+        };
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Segment {
+    Reasoning(ReasoningSegment),
+    ToolCall(ToolCallSegment),
+    Text(TextSegment),
+}
+
+impl Segment {
+    pub fn sequence_number(&self) -> u32 {
+        match self {
+            Segment::Reasoning(segment) => segment.sequence_number,
+            Segment::ToolCall(segment) => segment.sequence_number,
+            Segment::Text(segment) => segment.sequence_number,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningSegment {
+    pub id: String,
+    pub sequence_number: u32,
+    /// Ordered by `summary_index`.
+    pub parts: Vec<ReasoningPart>,
+    /// Every part's text, joined by blank lines.
+    pub combined_text: String,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+    /// From the first part's start to the last part's completion: how long the model thought.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReasoningPart {
+    pub summary_index: u32,
+    pub text: String,
+    pub is_complete: bool,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolCallStatus {
+    Running,
+    Success,
+    Error,
+    Cancelled,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallSegment {
+    pub call_id: String,
+    pub sequence_number: u32,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<String>,
+    pub args: Value,
+    pub status: ToolCallStatus,
+    /// The streamed output while running; the final output once the result arrived.
+    #[serde(default)]
+    pub output: String,
+    #[serde(default)]
+    pub truncated: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_length: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ToolError>,
+    /// The latest progress report, if the tool sends any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<Value>,
+    pub started_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TextSegment {
+    pub id: String,
+    pub sequence_number: u32,
+    pub text: String,
+}

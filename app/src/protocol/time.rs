@@ -1,0 +1,118 @@
+//! RFC 3339 timestamps with milliseconds, in UTC ("2026-01-22T10:30:00.123Z"), without a date
+//! library: the reducer needs durations in the browser, where every dependency costs bundle size.
+
+/// Formats milliseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
+pub fn format_rfc3339_millis(unix_ms: i64) -> String {
+    let days = unix_ms.div_euclid(86_400_000);
+    let ms_of_day = unix_ms.rem_euclid(86_400_000);
+    let (year, month, day) = civil_from_days(days);
+    let hour = ms_of_day / 3_600_000;
+    let minute = ms_of_day / 60_000 % 60;
+    let second = ms_of_day / 1000 % 60;
+    let millis = ms_of_day % 1000;
+    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+}
+
+/// Parses an RFC 3339 timestamp (any fraction length, `Z` or a numeric offset) into milliseconds
+/// since the Unix epoch. Returns `None` for anything malformed.
+pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
+    let bytes = text.as_bytes();
+    if bytes.len() < 20 || bytes[4] != b'-' || bytes[7] != b'-' || bytes[13] != b':' {
+        return None;
+    }
+    if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[16] != b':' {
+        return None;
+    }
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        if part.bytes().all(|b| b.is_ascii_digit()) {
+            part.parse().ok()
+        } else {
+            None
+        }
+    };
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+        return None;
+    }
+    let mut rest = &text[19..];
+    let mut millis = 0;
+    if let Some(fraction) = rest.strip_prefix('.') {
+        let digits = fraction.bytes().take_while(|b| b.is_ascii_digit()).count();
+        if digits == 0 {
+            return None;
+        }
+        let padded = format!("{:0<3}", &fraction[..digits.min(3)]);
+        millis = padded.parse::<i64>().ok()?;
+        rest = &fraction[digits..];
+    }
+    let offset_minutes = match rest {
+        "Z" | "z" => 0,
+        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
+            let sign = match rest.as_bytes()[0] {
+                b'+' => 1,
+                b'-' => -1,
+                _ => return None,
+            };
+            let hours: i64 = rest.get(1..3)?.parse().ok()?;
+            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
+            sign * (hours * 60 + minutes)
+        }
+        _ => return None,
+    };
+    let days = days_from_civil(year, month, day);
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
+    Some(seconds * 1000 + millis)
+}
+
+// Howard Hinnant's civil-calendar algorithms (public domain), proleptic Gregorian.
+fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let year = if month <= 2 { year - 1 } else { year };
+    let era = year.div_euclid(400);
+    let year_of_era = year - era * 400;
+    let day_of_year = (153 * (month + if month > 2 { -3 } else { 9 }) + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    era * 146_097 + day_of_era - 719_468
+}
+
+fn civil_from_days(days: i64) -> (i64, i64, i64) {
+    let days = days + 719_468;
+    let era = days.div_euclid(146_097);
+    let day_of_era = days - era * 146_097;
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * month_index + 2) / 5 + 1;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339_millis(1_769_077_800_123), "2026-01-22T10:30:00.123Z");
+        assert_eq!(format_rfc3339_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+
+    #[test]
+    fn parses_what_it_formats_and_other_offsets() {
+        for ms in [0, 1_769_077_800_123, 951_782_400_000, 4_102_444_799_999] {
+            assert_eq!(parse_rfc3339_millis(&format_rfc3339_millis(ms)), Some(ms));
+        }
+        assert_eq!(parse_rfc3339_millis("2026-01-22T11:30:00.1+01:00"), Some(1_769_077_800_100));
+        assert_eq!(parse_rfc3339_millis("2026-01-22T10:30:00Z"), Some(1_769_077_800_000));
+    }
+
+    #[test]
+    fn rejects_malformed_text() {
+        for bad in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-01-22T10:30:00.Z", "2026-01-22T10:30:00"] {
+            assert_eq!(parse_rfc3339_millis(bad), None, "{bad}");
+        }
+    }
+}

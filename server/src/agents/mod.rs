@@ -1,0 +1,183 @@
+//! Agents: what decides a run's reasoning, tool calls and answer. The model name picks one:
+//! `scenario:<name>` plays a scenario file. Agents talk to the engine only through
+//! [`RunContext`], which streams their output as events and runs their tool calls.
+
+mod scenario;
+
+use std::{
+    future::Future,
+    path::PathBuf,
+    pin::Pin,
+    sync::{
+        atomic::{AtomicU32, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use app::protocol::{EventKind, Message, Usage};
+
+use crate::{
+    error::Error,
+    runs::{new_id, Run},
+    sanitize::MAX_DELTA_CHARS,
+    tools::{self, ToolCallRequest, ToolOutcome, ToolRegistry},
+};
+
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How an agent's own work ended. Cancellation is not here: the engine drops the agent's future.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AgentOutcome {
+    Completed,
+    Failed { code: String, message: String },
+}
+
+pub trait Agent: Send + Sync {
+    fn run<'a>(&'a self, context: &'a RunContext) -> BoxFuture<'a, AgentOutcome>;
+}
+
+/// Picks the agent for a model name.
+pub struct Agents {
+    scenarios_dir: Option<PathBuf>,
+}
+
+impl Agents {
+    pub fn new(scenarios_dir: Option<PathBuf>) -> Self {
+        Agents { scenarios_dir }
+    }
+
+    /// The agent for `model`, or a 422 that says what models exist.
+    pub fn resolve(&self, model: &str) -> Result<Arc<dyn Agent>, Error> {
+        if let Some(name) = model.strip_prefix("scenario:") {
+            let Some(dir) = &self.scenarios_dir else {
+                return Err(Error::InvalidField("scenario models need the server started with --scenarios-dir".into()));
+            };
+            return Ok(Arc::new(scenario::ScenarioAgent::load(dir, name)?));
+        }
+        Err(Error::InvalidField(format!("unknown model '{model}'")))
+    }
+}
+
+/// Pacing of streamed text: how many characters per delta, and the pause between deltas.
+#[derive(Clone, Copy, Debug)]
+pub struct Pacing {
+    pub delta_chars: usize,
+    pub interval: Duration,
+}
+
+/// An agent's handle on its run.
+pub struct RunContext {
+    pub run: Arc<Run>,
+    pub tools: Arc<ToolRegistry>,
+    /// Earlier messages of the conversation, oldest first.
+    pub history: Vec<Message>,
+    pub user_message: Message,
+    sequence: AtomicU32,
+    /// The text segment later text continues, until a reasoning or tool segment comes between.
+    open_text_segment: Mutex<Option<String>>,
+}
+
+impl RunContext {
+    pub fn new(run: Arc<Run>, tools: Arc<ToolRegistry>, history: Vec<Message>, user_message: Message) -> Self {
+        RunContext { run, tools, history, user_message, sequence: AtomicU32::new(0), open_text_segment: Mutex::new(None) }
+    }
+
+    /// Orders every segment of the message as it happened.
+    pub fn next_sequence_number(&self) -> u32 {
+        self.sequence.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn close_text_segment(&self) {
+        *self.open_text_segment.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+    }
+
+    /// Runs one turn's tool calls concurrently through the engine.
+    pub async fn run_tools(&self, calls: Vec<ToolCallRequest>) -> Vec<ToolOutcome> {
+        self.close_text_segment();
+        tools::execute(&self.tools, &self.run, calls, || self.next_sequence_number()).await
+    }
+
+    /// Streams reasoning parts (one segment, `summary_index` 0, 1, ...) in paced deltas.
+    pub async fn stream_reasoning(&self, parts: &[String], pacing: Pacing) {
+        self.close_text_segment();
+        let segment_id = new_id("rs");
+        let sequence_number = self.next_sequence_number();
+        for (index, part) in parts.iter().enumerate() {
+            let summary_index = index as u32;
+            self.run.emit(EventKind::ReasoningPartStarted { segment_id: segment_id.clone(), summary_index, sequence_number });
+            for delta in chunks(part, pacing.delta_chars) {
+                pause(pacing.interval).await;
+                self.run.emit(EventKind::ReasoningPartDelta {
+                    segment_id: segment_id.clone(),
+                    summary_index,
+                    text_delta: delta.to_owned(),
+                });
+            }
+            self.run.emit(EventKind::ReasoningPartCompleted { segment_id: segment_id.clone(), summary_index, final_text: part.clone() });
+        }
+    }
+
+    /// Streams answer text in paced deltas, continuing the open text segment.
+    pub async fn stream_text(&self, text: &str, pacing: Pacing) {
+        for delta in chunks(text, pacing.delta_chars) {
+            pause(pacing.interval).await;
+            self.emit_text(delta);
+        }
+    }
+
+    /// Emits one text delta as it is (a provider's delta, say).
+    pub fn emit_text(&self, delta: &str) {
+        let (segment_id, sequence_number) = {
+            let mut open = self.open_text_segment.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            match open.as_ref() {
+                Some(id) => (id.clone(), None),
+                None => {
+                    let id = new_id("txt");
+                    *open = Some(id.clone());
+                    (id, Some(self.next_sequence_number()))
+                }
+            }
+        };
+        let mut first = sequence_number;
+        for piece in chunks(delta, MAX_DELTA_CHARS) {
+            self.run.emit(EventKind::TextDelta { segment_id: segment_id.clone(), sequence_number: first.take(), delta: piece.to_owned() });
+        }
+    }
+
+    pub fn emit_usage(&self, usage: Usage) {
+        self.run.emit(EventKind::Usage(usage));
+    }
+}
+
+async fn pause(interval: Duration) {
+    if interval.is_zero() {
+        tokio::task::yield_now().await;
+    } else {
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Splits `text` into pieces of at most `size` characters (never inside a character).
+pub fn chunks(text: &str, size: usize) -> Vec<&str> {
+    let size = size.max(1);
+    let mut pieces = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let cut = rest.char_indices().nth(size).map_or(rest.len(), |(index, _)| index);
+        pieces.push(&rest[..cut]);
+        rest = &rest[cut..];
+    }
+    pieces
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    #[test]
+    fn chunks_respect_characters() {
+        assert_eq!(chunks("héllo wörld", 4), ["héll", "o wö", "rld"]);
+        assert!(chunks("", 4).is_empty());
+    }
+}

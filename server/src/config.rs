@@ -1,0 +1,83 @@
+//! Command-line options. Every option can also come from the environment as `GLASSBOX_<NAME>`.
+
+use std::{net::SocketAddr, path::PathBuf, time::Duration};
+
+use clap::Parser;
+
+#[derive(Clone, Debug, Parser)]
+#[command(name = "glassbox", version, about = "Watch an AI agent work: every reasoning step and tool call, live.")]
+pub struct Config {
+    /// Address to listen on.
+    #[arg(long, env = "GLASSBOX_ADDR", default_value = "127.0.0.1:3000")]
+    pub addr: SocketAddr,
+
+    /// Directory for Glassbox's own files (the default SQLite database); created when missing.
+    #[arg(long, env = "GLASSBOX_DATA_DIR", default_value = "data")]
+    pub data_dir: PathBuf,
+
+    /// Database URL. Default: a SQLite file `glassbox.db` in the data directory.
+    #[arg(long, env = "GLASSBOX_DATABASE_URL")]
+    pub database_url: Option<String>,
+
+    /// The built site (the `pkg/` folder and static assets). Default: `LEPTOS_SITE_ROOT`, else
+    /// `target/site` under the current directory, else beside the binary's `target/` folder.
+    #[arg(long, env = "GLASSBOX_SITE_ROOT")]
+    pub site_root: Option<PathBuf>,
+
+    /// The folder the built-in tools may read; paths outside it are refused.
+    #[arg(long, env = "GLASSBOX_WORKSPACE", default_value = ".")]
+    pub workspace: PathBuf,
+
+    /// Folder of scenario files; a run whose model is `scenario:<name>` plays `<name>.json`.
+    #[arg(long, env = "GLASSBOX_SCENARIOS_DIR")]
+    pub scenarios_dir: Option<PathBuf>,
+
+    /// Adds tools that exist only for tests and benchmarks (`sleep`, `fail`).
+    #[arg(long, env = "GLASSBOX_ENABLE_TEST_TOOLS")]
+    pub enable_test_tools: bool,
+
+    /// How long one tool call may run before it ends with a timeout error.
+    #[arg(long, env = "GLASSBOX_TOOL_TIMEOUT_SECS", default_value_t = 120)]
+    pub tool_timeout_secs: u64,
+
+    /// How long a whole run may take before it is cancelled with `cancelled_by: timeout`.
+    #[arg(long, env = "GLASSBOX_RUN_TIMEOUT_SECS", default_value_t = 1800)]
+    pub run_timeout_secs: u64,
+
+    /// The model a new conversation uses when the request names none.
+    #[arg(long, env = "GLASSBOX_DEFAULT_MODEL", default_value = "demo")]
+    pub default_model: String,
+}
+
+impl Config {
+    pub fn tool_timeout(&self) -> Duration {
+        Duration::from_secs(self.tool_timeout_secs.max(1))
+    }
+
+    pub fn run_timeout(&self) -> Duration {
+        Duration::from_secs(self.run_timeout_secs.max(1))
+    }
+
+    pub fn database_url(&self) -> String {
+        match &self.database_url {
+            Some(url) => url.clone(),
+            None => format!("sqlite://{}", self.data_dir.join("glassbox.db").display()),
+        }
+    }
+
+    /// Where the built site is; the first candidate that holds the hydration bundle wins.
+    pub fn site_root_candidates(&self) -> Vec<PathBuf> {
+        if let Some(root) = &self.site_root {
+            return vec![root.clone()];
+        }
+        if let Ok(root) = std::env::var("LEPTOS_SITE_ROOT") {
+            return vec![PathBuf::from(root)];
+        }
+        let mut candidates = vec![PathBuf::from("target/site")];
+        // target/{debug,release}/glassbox -> target/site
+        if let Some(target_dir) = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf())) {
+            candidates.push(target_dir.join("site"));
+        }
+        candidates
+    }
+}

@@ -1,0 +1,83 @@
+//! The server's one error type and its mapping to HTTP. Every handler returns it; the client sees
+//! `{"code": ..., "message": ...}` with the status below. Internal details are logged, never sent.
+
+use axum::{
+    http::StatusCode,
+    response::{IntoResponse, Response},
+    Json,
+};
+use serde_json::json;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// 400: the body is not well-formed JSON (or not JSON at all).
+    #[error("{0}")]
+    MalformedBody(String),
+    /// 422: well-formed, but a field is missing or invalid.
+    #[error("{0}")]
+    InvalidField(String),
+    /// 404: unknown, or owned by someone else (the two are indistinguishable on purpose).
+    #[error("{0} not found")]
+    NotFound(&'static str),
+    /// 409: the request conflicts with the resource's state, e.g. cancelling a finished run.
+    #[error("{0}")]
+    Conflict(String),
+    /// 413: the body is larger than the limit.
+    #[error("the request body is larger than {0} bytes")]
+    PayloadTooLarge(usize),
+    /// 415: the body is not declared as JSON.
+    #[error("expected Content-Type: application/json")]
+    UnsupportedMediaType,
+    /// 500: a database failure; details are logged.
+    #[error("database error: {0}")]
+    Database(#[from] sqlx::Error),
+    /// 500: anything else that should not happen; details are logged.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl Error {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Error::MalformedBody(_) => StatusCode::BAD_REQUEST,
+            Error::InvalidField(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::Database(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::MalformedBody(_) => "malformed_body",
+            Error::InvalidField(_) => "invalid_field",
+            Error::NotFound(_) => "not_found",
+            Error::Conflict(_) => "conflict",
+            Error::PayloadTooLarge(_) => "payload_too_large",
+            Error::UnsupportedMediaType => "unsupported_media_type",
+            Error::Database(_) | Error::Internal(_) => "internal",
+        }
+    }
+
+    /// What the client may read.
+    pub fn public_message(&self) -> String {
+        match self {
+            Error::Database(_) | Error::Internal(_) => "Something went wrong on the server.".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
+impl IntoResponse for Error {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::error!(error = %self, "request failed");
+        }
+        (status, Json(json!({ "code": self.code(), "message": self.public_message() }))).into_response()
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

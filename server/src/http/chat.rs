@@ -1,0 +1,101 @@
+//! Starting runs, following their events, stopping them.
+
+use std::sync::Arc;
+
+use axum::{
+    extract::{Path, Query, State},
+    http::{header, HeaderMap},
+    response::{IntoResponse, Response},
+    Json,
+};
+use futures::stream;
+use serde::Deserialize;
+use serde_json::json;
+
+use super::{extract::ApiJson, sse, AppState, CurrentUser};
+use crate::{
+    error::{Error, Result},
+    runs::ChatRequest,
+};
+
+/// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
+/// when the client asks for `application/json` (it then subscribes separately).
+pub async fn start(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    headers: HeaderMap,
+    ApiJson(request): ApiJson<ChatRequest>,
+) -> Result<Response> {
+    let (run, started) = state.engine.start(&user.0, request).await?;
+    if wants_json(&headers) {
+        return Ok((axum::http::StatusCode::CREATED, Json(started)).into_response());
+    }
+    Ok(sse::response(sse::live(run, 0)))
+}
+
+fn wants_json(headers: &HeaderMap) -> bool {
+    let accept = headers.get(header::ACCEPT).and_then(|value| value.to_str().ok()).unwrap_or("");
+    accept.contains("application/json") && !accept.contains("text/event-stream")
+}
+
+#[derive(Debug, Deserialize)]
+pub struct EventsQuery {
+    after: Option<u64>,
+}
+
+/// `GET /api/runs/{run_id}/events`: the events after `Last-Event-ID` (or `?after=N`), then live.
+/// After the run has ended and left memory, they come from the stored trace.
+pub async fn events(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(run_id): Path<String>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Result<Response> {
+    let after = match headers.get("last-event-id") {
+        Some(value) => value
+            .to_str()
+            .ok()
+            .and_then(|text| text.trim().parse::<u64>().ok())
+            .ok_or_else(|| Error::MalformedBody("Last-Event-ID must be an event's seq number".into()))?,
+        None => query.after.unwrap_or(0),
+    };
+    if let Some(run) = state.engine.get(&run_id) {
+        if run.owner_id != user.0 {
+            return Err(Error::NotFound("run"));
+        }
+        return Ok(sse::response(sse::live(run, after)));
+    }
+    let trace = state.store.trace_by_run(&user.0, &run_id).await?.ok_or(Error::NotFound("run"))?;
+    let stored: Vec<(u64, Arc<str>)> = trace
+        .events
+        .iter()
+        .filter(|event| event.seq > after)
+        .filter_map(|event| Some((event.seq, Arc::from(serde_json::to_string(event).ok()?))))
+        .collect();
+    Ok(sse::response(stream::iter(stored)))
+}
+
+#[derive(Debug, Default, Deserialize)]
+pub struct CancelRequest {
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+/// `POST /api/runs/{run_id}/cancel`: answers once `message_cancelled` has gone out; 409 when the
+/// run had already ended. The body (`{"reason": ...}`) is optional.
+pub async fn cancel(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(run_id): Path<String>,
+    body: axum::body::Bytes,
+) -> Result<Response> {
+    let request: CancelRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        CancelRequest::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|error| Error::MalformedBody(format!("Failed to parse the request body as JSON: {error}")))?
+    };
+    let reason = request.reason.map(|reason| reason.chars().take(500).collect::<String>());
+    let run = state.engine.cancel(&user.0, &run_id, reason).await?;
+    Ok(Json(json!({ "run_id": run.run_id, "trace_id": run.trace_id, "status": "cancelled" })).into_response())
+}

@@ -1,0 +1,83 @@
+//! HTTP: the JSON/SSE API under `/api`, `/healthz`, the server-rendered pages and static files.
+//! Handlers parse, call one engine or store method, and map errors through [`crate::error::Error`].
+
+mod chat;
+mod extract;
+mod health;
+mod read;
+mod sse;
+
+use std::sync::Arc;
+
+use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
+use app::models::{Conversation, ConversationSummary};
+use axum::{
+    extract::{DefaultBodyLimit, FromRef},
+    routing::{get, post},
+    Router,
+};
+use leptos::prelude::*;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+
+use crate::{runs::Engine, store::Store};
+
+pub use extract::CurrentUser;
+
+/// Bodies larger than this get 413.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub engine: Arc<Engine>,
+    pub store: Store,
+}
+
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(app::App);
+    let source: SharedSource = Arc::new(PageSource { store: state.store.clone(), owner_id: CurrentUser::local().0 });
+    let context = move || provide_context(source.clone());
+    let options = state.leptos_options.clone();
+    let api = Router::new()
+        .route("/api/chat", post(chat::start))
+        .route("/api/runs/{run_id}/events", get(chat::events))
+        .route("/api/runs/{run_id}/cancel", post(chat::cancel))
+        .route("/api/traces/{trace_id}", get(read::trace))
+        .route("/api/conversations", get(read::conversations))
+        .route("/api/conversations/{id}", get(read::conversation))
+        .route("/api/{*rest}", axum::routing::any(read::unknown_api))
+        .route("/healthz", get(health::health))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    api.leptos_routes_with_context(&state, routes, context.clone(), {
+        let options = options.clone();
+        move || app::shell(options.clone())
+    })
+    .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, app::shell))
+    .with_state(state)
+}
+
+/// The pages' view of the store, for the current (local) user.
+struct PageSource {
+    store: Store,
+    owner_id: String,
+}
+
+impl ConversationSource for PageSource {
+    fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>> {
+        Box::pin(async move {
+            self.store.list_conversations(&self.owner_id).await.map_err(|error| {
+                tracing::error!(%error, "listing conversations for a page");
+                error.public_message()
+            })
+        })
+    }
+
+    fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>> {
+        Box::pin(async move {
+            self.store.get_conversation(&self.owner_id, &id).await.map_err(|error| {
+                tracing::error!(%error, "reading a conversation for a page");
+                error.public_message()
+            })
+        })
+    }
+}

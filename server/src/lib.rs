@@ -1,0 +1,140 @@
+//! Glassbox's server. Where an event goes: an agent (`agents`) emits it through its run
+//! (`runs::Run::emit`, sanitized by `sanitize`), the engine checkpoints it into the store
+//! (`store`), and `http::sse` streams it to every subscriber.
+
+pub mod agents;
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod runs;
+pub mod sanitize;
+pub mod store;
+pub mod tools;
+
+use std::{path::PathBuf, sync::Arc};
+
+use leptos::config::{Env, LeptosOptions};
+
+use crate::{
+    agents::Agents,
+    config::Config,
+    http::AppState,
+    runs::Engine,
+    store::Store,
+    tools::{ToolRegistry, Workspace},
+};
+
+/// The file whose presence proves the site was built.
+pub const BUNDLE_FILE: &str = "pkg/glassbox.js";
+
+/// A built server, not yet listening.
+pub struct Server {
+    pub router: axum::Router,
+    pub engine: Arc<Engine>,
+    pub store: Store,
+}
+
+/// Finds the built site, or says how to build it.
+pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
+    let candidates = config.site_root_candidates();
+    if let Some(root) = candidates.iter().find(|root| root.join(BUNDLE_FILE).is_file()) {
+        return Ok(root.clone());
+    }
+    let looked: Vec<String> = candidates.iter().map(|root| root.join(BUNDLE_FILE).display().to_string()).collect();
+    Err(format!(
+        "the site assets are missing (looked for {}). Build them first with `scripts/run.sh`, \
+         or `cargo leptos build --release`, from the repository root; or point --site-root / \
+         GLASSBOX_SITE_ROOT at a built site.",
+        looked.join(", ")
+    ))
+}
+
+/// Opens the store (running migrations, closing runs an earlier process left going) and wires the
+/// engine and the routes.
+pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String> {
+    if config.database_url.is_none() {
+        std::fs::create_dir_all(&config.data_dir)
+            .map_err(|error| format!("cannot create the data directory {}: {error}", config.data_dir.display()))?;
+    }
+    let url = config.database_url();
+    let store = Store::connect(&url).await.map_err(|error| format!("cannot open the database {url}: {error}"))?;
+    let interrupted = store
+        .interrupt_leftover_runs(&runs::now_rfc3339())
+        .await
+        .map_err(|error| format!("cannot recover runs left running: {error}"))?;
+    if interrupted > 0 {
+        tracing::warn!(interrupted, "marked runs left running by an earlier process as interrupted");
+    }
+    let workspace = Workspace::open(&config.workspace)
+        .map_err(|error| format!("cannot open the workspace {}: {error}", config.workspace.display()))?;
+    let tools = ToolRegistry::new(workspace, config.tool_timeout(), config.enable_test_tools);
+    let engine = Engine::new(
+        store.clone(),
+        Agents::new(config.scenarios_dir.clone()),
+        tools,
+        config.default_model.clone(),
+        config.run_timeout(),
+    );
+    let env = match std::env::var("LEPTOS_ENV").as_deref() {
+        Ok("DEV") | Ok("dev") | Ok("development") => Env::DEV,
+        _ => Env::PROD,
+    };
+    let leptos_options = LeptosOptions::builder()
+        .output_name("glassbox")
+        .site_root(site_root.to_string_lossy().into_owned())
+        .site_pkg_dir("pkg")
+        .site_addr(config.addr)
+        .env(env)
+        .build();
+    let router = http::router(AppState { leptos_options, engine: engine.clone(), store: store.clone() });
+    Ok(Server { router, engine, store })
+}
+
+/// Serves until SIGINT or SIGTERM, then stops runs (`cancelled_by: shutdown`) and drains.
+pub async fn run(config: Config) -> Result<(), String> {
+    let site_root = find_site_root(&config)?;
+    let server = build(&config, site_root.clone()).await?;
+    let listener = tokio::net::TcpListener::bind(config.addr)
+        .await
+        .map_err(|error| format!("cannot listen on {}: {error}", config.addr))?;
+    tracing::info!(
+        url = %format!("http://{}", config.addr),
+        database = %config.database_url(),
+        site_root = %site_root.display(),
+        workspace = %config.workspace.display(),
+        "Glassbox is listening"
+    );
+    let engine = server.engine.clone();
+    axum::serve(listener, server.router)
+        .with_graceful_shutdown(async move {
+            shutdown_signal().await;
+            tracing::info!("shutting down: stopping runs");
+            engine.shutdown().await;
+        })
+        .await
+        .map_err(|error| format!("the server failed: {error}"))?;
+    server.store.close().await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = interrupt => {}
+        _ = terminate => {}
+    }
+}

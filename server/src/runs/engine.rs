@@ -1,0 +1,304 @@
+//! Starts runs in their own tasks, checkpoints their events, cancels them and closes their traces.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use app::protocol::{CancelledBy, EventKind};
+use serde::{Deserialize, Serialize};
+use tokio_util::task::TaskTracker;
+
+use super::{new_id, now_rfc3339, Run, RunEnding};
+use crate::{
+    agents::{Agent, AgentOutcome, Agents, RunContext},
+    error::{Error, Result},
+    store::{FinishedTrace, NewRun, Store},
+    tools::ToolRegistry,
+};
+
+/// Checkpoint at least this often while a run goes (and at each `tool_result`).
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
+/// A finished run stays in memory this long for late subscribers, then they read the store.
+const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
+const MAX_CONTENT_CHARS: usize = 100_000;
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct ChatRequest {
+    #[serde(default)]
+    pub conversation_id: Option<String>,
+    pub content: String,
+    #[serde(default)]
+    pub model: Option<String>,
+}
+
+/// What `POST /api/chat` answers with `Accept: application/json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct StartedChat {
+    pub run_id: String,
+    pub conversation_id: String,
+    pub trace_id: String,
+    pub message_id: String,
+    pub user_message_id: String,
+    pub model: String,
+    pub events_url: String,
+}
+
+pub struct Engine {
+    store: Store,
+    agents: Agents,
+    tools: Arc<ToolRegistry>,
+    default_model: String,
+    run_timeout: Duration,
+    runs: Mutex<HashMap<String, Arc<Run>>>,
+    tasks: TaskTracker,
+}
+
+impl Engine {
+    pub fn new(store: Store, agents: Agents, tools: ToolRegistry, default_model: String, run_timeout: Duration) -> Arc<Self> {
+        Arc::new(Engine {
+            store,
+            agents,
+            tools: Arc::new(tools),
+            default_model,
+            run_timeout,
+            runs: Mutex::new(HashMap::new()),
+            tasks: TaskTracker::new(),
+        })
+    }
+
+    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+        self.runs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A run still in memory (going, or finished within the grace period).
+    pub fn get(&self, run_id: &str) -> Option<Arc<Run>> {
+        self.runs().get(run_id).cloned()
+    }
+
+    /// Validates the request, stores the user's message and starts the run in its own task.
+    pub async fn start(self: &Arc<Self>, owner_id: &str, request: ChatRequest) -> Result<(Arc<Run>, StartedChat)> {
+        let content = request.content.trim();
+        if content.is_empty() {
+            return Err(Error::InvalidField("`content` must not be empty".into()));
+        }
+        if content.chars().count() > MAX_CONTENT_CHARS {
+            return Err(Error::InvalidField(format!("`content` is longer than {MAX_CONTENT_CHARS} characters")));
+        }
+        if request.model.as_deref().is_some_and(|model| model.trim().is_empty()) {
+            return Err(Error::InvalidField("`model` must not be empty when given".into()));
+        }
+        if let Some(id) = &request.conversation_id {
+            if self.runs().values().any(|run| run.conversation_id == *id && !run.is_closed()) {
+                return Err(Error::Conflict("a run is already going in this conversation; stop it first".into()));
+            }
+        }
+        // Resolve the agent before anything is stored, so an unknown model leaves no trace.
+        let requested_model = request.model.clone();
+        if let Some(model) = &requested_model {
+            self.agents.resolve(model)?;
+        }
+
+        let now = now_rfc3339();
+        let (run_id, trace_id) = (new_id("run"), new_id("trace"));
+        let (user_message_id, message_id) = (new_id("msg"), new_id("msg"));
+        let started = self
+            .store
+            .begin_run(NewRun {
+                owner_id: owner_id.to_owned(),
+                conversation_id: request.conversation_id.clone(),
+                content: content.to_owned(),
+                model: requested_model,
+                default_model: self.default_model.clone(),
+                run_id: run_id.clone(),
+                trace_id: trace_id.clone(),
+                user_message_id: user_message_id.clone(),
+                assistant_message_id: message_id.clone(),
+                now: now.clone(),
+            })
+            .await?;
+        let run = Run::new(
+            run_id.clone(),
+            trace_id.clone(),
+            started.conversation_id.clone(),
+            message_id.clone(),
+            owner_id.to_owned(),
+            started.model.clone(),
+            now,
+        );
+        run.emit(EventKind::MessageStarted {
+            conversation_id: started.conversation_id.clone(),
+            user_message_id: user_message_id.clone(),
+            message_id: message_id.clone(),
+            trace_id: trace_id.clone(),
+            model: started.model.clone(),
+        });
+        self.runs().insert(run_id.clone(), run.clone());
+
+        // A conversation's stored model may have become unknown (a removed scenario): the run
+        // still starts, and ends at once with a clear error.
+        let agent = self.agents.resolve(&started.model);
+        let context = RunContext::new(run.clone(), self.tools.clone(), started.history, started.user_message);
+        let engine = self.clone();
+        self.tasks.spawn(async move { engine.drive(context, agent).await });
+
+        let reply = StartedChat {
+            events_url: format!("/api/runs/{run_id}/events"),
+            run_id,
+            conversation_id: started.conversation_id,
+            trace_id,
+            message_id,
+            user_message_id,
+            model: started.model,
+        };
+        Ok((run, reply))
+    }
+
+    /// The run's own task: the agent races cancellation and the run timeout; then the trace closes.
+    async fn drive(self: Arc<Self>, context: RunContext, agent: Result<Arc<dyn Agent>>) {
+        let run = context.run.clone();
+        let checkpoint_stop = tokio_util::sync::CancellationToken::new();
+        let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), run.clone(), checkpoint_stop.clone()));
+
+        let ending = match agent {
+            Err(error) => RunEnding::Failed { code: "unknown_model".into(), error: error.public_message() },
+            Ok(agent) => {
+                let outcome = tokio::select! {
+                    outcome = agent.run(&context) => Some(outcome),
+                    _ = run.cancellation().cancelled() => None,
+                    _ = tokio::time::sleep(self.run_timeout) => {
+                        run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {} s.", self.run_timeout.as_secs()));
+                        None
+                    }
+                };
+                // The agent's future is dropped here: its model request and tool calls with it.
+                match outcome {
+                    Some(AgentOutcome::Completed) => RunEnding::Completed,
+                    Some(AgentOutcome::Failed { code, message }) => RunEnding::Failed { code, error: message },
+                    None if run.overflowed() => RunEnding::Failed {
+                        code: "run_too_large".into(),
+                        error: format!("The run produced more than {} MiB of events and was stopped.", super::MAX_RUN_LOG_BYTES >> 20),
+                    },
+                    None => {
+                        let (by, reason) = run
+                            .cancel_request()
+                            .unwrap_or((CancelledBy::User, "Stopped.".to_owned()));
+                        RunEnding::Cancelled { by, reason }
+                    }
+                }
+            }
+        };
+        drop(context);
+
+        // The checkpointer's last write lands before the final one, so nothing is written twice.
+        checkpoint_stop.cancel();
+        let _ = checkpointer.await;
+
+        let message = run.close(&ending);
+        let events = run.all_events();
+        let (cancelled_by, reason, error_code) = match &ending {
+            RunEnding::Completed => (None, None, None),
+            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.as_str()), None),
+            RunEnding::Failed { code, error } => (None, Some(error.as_str()), Some(code.as_str())),
+        };
+        let completed_at = now_rfc3339();
+        let stored = self
+            .store
+            .finish_run(FinishedTrace {
+                trace_id: &run.trace_id,
+                message: &message,
+                completed_at: &completed_at,
+                duration_ms: run.started_at.elapsed().as_millis() as u64,
+                cancelled_by,
+                reason,
+                error_code,
+                events: &events,
+            })
+            .await;
+        if let Err(error) = stored {
+            tracing::error!(run_id = %run.run_id, %error, "could not store the finished trace");
+        }
+        run.publish_end();
+        tracing::info!(
+            run_id = %run.run_id,
+            status = message.status.as_str(),
+            events = events.len(),
+            duration_ms = run.started_at.elapsed().as_millis() as u64,
+            "run ended"
+        );
+
+        let engine = self.clone();
+        self.tasks.spawn(async move {
+            tokio::time::sleep(FINISHED_RUN_GRACE).await;
+            engine.runs().remove(&run.run_id);
+        });
+    }
+
+    /// Stops a run: `message_cancelled` reaches subscribers before this returns.
+    pub async fn cancel(&self, owner_id: &str, run_id: &str, reason: Option<String>) -> Result<Arc<Run>> {
+        let run = match self.get(run_id) {
+            Some(run) if run.owner_id == owner_id => run,
+            Some(_) => return Err(Error::NotFound("run")),
+            None => {
+                return match self.store.trace_by_run(owner_id, run_id).await? {
+                    Some(trace) => Err(Error::Conflict(format!("the run has already ended ({})", trace.status))),
+                    None => Err(Error::NotFound("run")),
+                }
+            }
+        };
+        let mut published = run.subscribe();
+        if published.borrow().finished || run.is_closed() {
+            return Err(Error::Conflict("the run has already ended".into()));
+        }
+        run.request_cancel(CancelledBy::User, reason.unwrap_or_else(|| "Stopped by the user.".to_owned()));
+        let ended = tokio::time::timeout(Duration::from_secs(10), published.wait_for(|state| state.finished)).await;
+        if ended.is_err() {
+            tracing::warn!(%run_id, "run did not end within 10 s of its cancellation");
+        }
+        Ok(run)
+    }
+
+    /// Cancels every run (`cancelled_by: shutdown`) and waits for their traces to close.
+    pub async fn shutdown(&self) {
+        let running: Vec<Arc<Run>> = self.runs().values().filter(|run| !run.is_closed()).cloned().collect();
+        for run in &running {
+            run.request_cancel(CancelledBy::Shutdown, "The server is shutting down.".to_owned());
+        }
+        for run in running {
+            let mut published = run.subscribe();
+            let _ = tokio::time::timeout(Duration::from_secs(10), published.wait_for(|state| state.finished)).await;
+        }
+        self.tasks.close();
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+}
+
+/// Appends new events to the store every [`CHECKPOINT_INTERVAL`] and after each `tool_result`; a
+/// crash loses at most the last window. Each write costs what it appends.
+async fn checkpoint_loop(store: Store, run: Arc<Run>, stop: tokio_util::sync::CancellationToken) {
+    let mut saved = 0u64;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+            _ = run.checkpoint_now.notified() => {}
+        }
+        let up_to = run.published().last_seq;
+        if up_to <= saved {
+            continue;
+        }
+        let batch = run.events_between(saved, up_to, usize::MAX);
+        match store.append_events(&run.trace_id, &batch).await {
+            Ok(()) => saved = batch.last().map_or(saved, |(seq, _)| *seq),
+            Err(error) => tracing::warn!(run_id = %run.run_id, %error, "checkpoint failed; will retry"),
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! One run: its append-only event log, the reducer that keeps its message, its cancellation.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Instant,
+};
+
+use app::protocol::{CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus};
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+use crate::sanitize::{sanitize_event, MAX_EVENT_BYTES};
+
+/// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
+/// run's memory. Subscribers hold only a cursor, so they add nothing per event.
+pub const MAX_RUN_LOG_BYTES: usize = 32 * 1024 * 1024;
+
+/// What subscribers may read: events up to `last_seq`, and whether that is all there will be.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Published {
+    pub last_seq: u64,
+    pub finished: bool,
+}
+
+/// How a run ended, decided by the engine.
+#[derive(Clone, Debug)]
+pub enum RunEnding {
+    Completed,
+    Cancelled { by: CancelledBy, reason: String },
+    Failed { code: String, error: String },
+}
+
+pub struct Run {
+    pub run_id: String,
+    pub trace_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub owner_id: String,
+    pub model: String,
+    pub started_at: Instant,
+    pub started_ts: String,
+    log: Mutex<Log>,
+    published: watch::Sender<Published>,
+    cancel: CancellationToken,
+    cancel_request: Mutex<Option<(CancelledBy, String)>>,
+    /// Wakes the checkpointer early (after a `tool_result`).
+    pub(crate) checkpoint_now: Notify,
+}
+
+#[derive(Default)]
+struct Log {
+    /// Event JSON; index `i` holds seq `i + 1`.
+    events: Vec<Arc<str>>,
+    bytes: usize,
+    reducer: Reducer,
+    /// Set once the terminal event is stamped; later emits are dropped.
+    closed: bool,
+    overflowed: bool,
+    running_tools: HashMap<String, Instant>,
+    /// Start order of tools, so cancelled results come out in the order the calls began.
+    tool_order: Vec<String>,
+}
+
+impl Run {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        run_id: String,
+        trace_id: String,
+        conversation_id: String,
+        message_id: String,
+        owner_id: String,
+        model: String,
+        started_ts: String,
+    ) -> Arc<Self> {
+        Arc::new(Run {
+            run_id,
+            trace_id,
+            conversation_id,
+            message_id,
+            owner_id,
+            model,
+            started_at: Instant::now(),
+            started_ts,
+            log: Mutex::new(Log::default()),
+            published: watch::channel(Published::default()).0,
+            cancel: CancellationToken::new(),
+            cancel_request: Mutex::new(None),
+            checkpoint_now: Notify::new(),
+        })
+    }
+
+    fn log(&self) -> MutexGuard<'_, Log> {
+        // A panic while holding the lock cannot leave the log half-written (every mutation is a
+        // push after validation), so a poisoned lock is still safe to use.
+        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Sanitizes, stamps (`seq`, `ts`), logs and publishes one event. Returns its seq, or `None`
+    /// when the run has already ended (late output from an abandoned tool, say).
+    pub fn emit(&self, kind: EventKind) -> Option<u64> {
+        let is_tool_result = matches!(kind, EventKind::ToolResult { .. });
+        let seq = {
+            let mut log = self.log();
+            let seq = self.append(&mut log, kind)?;
+            seq
+        };
+        self.published.send_modify(|published| published.last_seq = seq);
+        if is_tool_result {
+            self.checkpoint_now.notify_one();
+        }
+        Some(seq)
+    }
+
+    fn append(&self, log: &mut Log, mut kind: EventKind) -> Option<u64> {
+        if log.closed {
+            return None;
+        }
+        sanitize_event(&mut kind);
+        let seq = log.events.len() as u64 + 1;
+        let mut event = Event { seq, run_id: self.run_id.clone(), ts: super::now_rfc3339(), kind };
+        let mut json = serde_json::to_string(&event).ok()?;
+        if json.len() > MAX_EVENT_BYTES && !event.kind.is_terminal() {
+            shrink_to_cap(&mut event.kind, json.len());
+            json = serde_json::to_string(&event).ok()?;
+        }
+        if log.bytes + json.len() > MAX_RUN_LOG_BYTES && !event.kind.is_terminal() {
+            if !log.overflowed {
+                log.overflowed = true;
+                self.cancel.cancel();
+            }
+            return None;
+        }
+        match &event.kind {
+            EventKind::ToolCallStarted { call_id, .. } => {
+                log.running_tools.insert(call_id.clone(), Instant::now());
+                log.tool_order.push(call_id.clone());
+            }
+            EventKind::ToolResult { call_id, .. } => {
+                log.running_tools.remove(call_id);
+            }
+            _ => {}
+        }
+        log.reducer.apply(&event);
+        log.bytes += json.len();
+        log.events.push(Arc::from(json));
+        Some(seq)
+    }
+
+    /// Ends the log: a `cancelled` result for every tool still running, then the terminal event
+    /// carrying the message as the reducer built it. The new events are not published yet: the
+    /// engine stores the trace first, then calls [`Run::publish_end`]. Returns the final message.
+    pub fn close(&self, ending: &RunEnding) -> Message {
+        let mut log = self.log();
+        if !log.closed {
+            if !matches!(ending, RunEnding::Completed) {
+                let running: Vec<(String, u64)> = log
+                    .tool_order
+                    .iter()
+                    .filter_map(|id| log.running_tools.get(id).map(|since| (id.clone(), since.elapsed().as_millis() as u64)))
+                    .collect();
+                for (call_id, duration_ms) in running {
+                    let reason = match ending {
+                        RunEnding::Failed { error, .. } => error.clone(),
+                        _ => "The run was stopped before this tool finished.".to_owned(),
+                    };
+                    self.append(
+                        &mut log,
+                        EventKind::ToolResult {
+                            call_id,
+                            status: ToolResultStatus::Cancelled,
+                            duration_ms,
+                            output: None,
+                            truncated: false,
+                            full_length: None,
+                            error: Some(app::protocol::ToolError { kind: "cancelled".into(), message: reason }),
+                        },
+                    );
+                }
+            }
+            let mut message = log.reducer.message().cloned().unwrap_or_else(|| {
+                Message::assistant(self.message_id.clone(), self.model.clone(), self.started_ts.clone())
+            });
+            let kind = match ending {
+                RunEnding::Completed => {
+                    message.status = MessageStatus::Complete;
+                    EventKind::MessageFinal { message, trace_id: self.trace_id.clone() }
+                }
+                RunEnding::Cancelled { by, reason } => {
+                    message.status = MessageStatus::Cancelled;
+                    message.ended_reason = Some(reason.clone());
+                    EventKind::MessageCancelled { reason: reason.clone(), cancelled_by: *by, message }
+                }
+                RunEnding::Failed { code, error } => {
+                    message.status = MessageStatus::Error;
+                    message.ended_reason = Some(error.clone());
+                    EventKind::MessageError { code: code.clone(), error: error.clone(), message }
+                }
+            };
+            self.append(&mut log, kind);
+            log.closed = true;
+        }
+        log.reducer.message().cloned().unwrap_or_else(|| {
+            Message::assistant(self.message_id.clone(), self.model.clone(), self.started_ts.clone())
+        })
+    }
+
+    /// Makes everything in the log visible, including the terminal event, and ends subscriptions.
+    pub fn publish_end(&self) {
+        let last_seq = self.log().events.len() as u64;
+        self.published.send_replace(Published { last_seq, finished: true });
+    }
+
+    pub fn subscribe(&self) -> watch::Receiver<Published> {
+        self.published.subscribe()
+    }
+
+    pub fn published(&self) -> Published {
+        *self.published.borrow()
+    }
+
+    /// Published events with `after < seq <= up_to`, at most `limit` of them.
+    pub fn events_between(&self, after: u64, up_to: u64, limit: usize) -> Vec<(u64, Arc<str>)> {
+        let log = self.log();
+        let end = (up_to as usize).min(log.events.len());
+        let start = (after as usize).min(end);
+        log.events[start..end]
+            .iter()
+            .take(limit)
+            .enumerate()
+            .map(|(offset, json)| ((start + offset + 1) as u64, json.clone()))
+            .collect()
+    }
+
+    /// All events so far (published or not), for the final write.
+    pub fn all_events(&self) -> Vec<Arc<str>> {
+        self.log().events.clone()
+    }
+
+    pub fn event_count(&self) -> u64 {
+        self.log().events.len() as u64
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.log().closed
+    }
+
+    pub fn overflowed(&self) -> bool {
+        self.log().overflowed
+    }
+
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Asks the run to stop. The first request's reason wins.
+    pub fn request_cancel(&self, by: CancelledBy, reason: String) {
+        {
+            let mut request = self.cancel_request.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            request.get_or_insert((by, reason));
+        }
+        self.cancel.cancel();
+    }
+
+    pub fn cancel_request(&self) -> Option<(CancelledBy, String)> {
+        self.cancel_request.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+    }
+
+    /// The message as the events so far build it.
+    pub fn message(&self) -> Option<Message> {
+        self.log().reducer.message().cloned()
+    }
+}
+
+/// Brings an over-size event under [`MAX_EVENT_BYTES`] by replacing its bulkiest payload.
+fn shrink_to_cap(kind: &mut EventKind, size: usize) {
+    let note = |what: &str| serde_json::json!({ "_truncated": format!("{what} were {size} bytes of JSON, over the {MAX_EVENT_BYTES}-byte event limit") });
+    match kind {
+        EventKind::ToolCallStarted { args, .. } => *args = note("the arguments"),
+        EventKind::ToolCallUpdate { progress, output_delta, .. } => {
+            *progress = progress.as_ref().map(|_| note("the progress values"));
+            if let Some(delta) = output_delta {
+                if let Some(cut) = crate::sanitize::shorten(delta, MAX_EVENT_BYTES / 8) {
+                    *delta = cut.to_owned();
+                }
+            }
+        }
+        EventKind::ToolResult { output, truncated, full_length, .. } => {
+            if let Some(text) = output {
+                let total = text.chars().count() as u64;
+                if let Some(cut) = crate::sanitize::shorten(text, MAX_EVENT_BYTES / 8) {
+                    *text = cut.to_owned();
+                    *truncated = true;
+                    *full_length = Some(full_length.unwrap_or(0).max(total));
+                }
+            }
+        }
+        _ => {}
+    }
+}

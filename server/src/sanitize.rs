@@ -1,0 +1,147 @@
+//! Payload safety, applied once before an event enters a run's log: nothing downstream (the SSE
+//! stream, the database, the logs) can see what this removes.
+//!
+//! - Values under keys that look like secrets become `"[redacted]"`.
+//! - Strings inside tool arguments and progress longer than [`MAX_ARG_STRING_CHARS`] are cut, with a
+//!   marker saying how long they were.
+//! - A tool's output longer than [`MAX_TOOL_OUTPUT_CHARS`] is cut, flagged `truncated` with
+//!   `full_length`.
+//! - A non-terminal event's JSON never exceeds [`MAX_EVENT_BYTES`].
+
+use serde_json::Value;
+
+use app::protocol::EventKind;
+
+pub const REDACTED: &str = "[redacted]";
+/// Substrings (case-insensitive) of a key whose value is never shown.
+pub const SECRET_KEY_PARTS: [&str; 6] = ["key", "token", "secret", "password", "authorization", "cookie"];
+pub const MAX_ARG_STRING_CHARS: usize = 4096;
+pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
+pub const MAX_DELTA_CHARS: usize = 8 * 1024;
+pub const MAX_EVENT_BYTES: usize = 64 * 1024;
+
+pub fn is_secret_key(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
+}
+
+/// Redacts secret-looking keys and shortens long strings, recursively.
+pub fn sanitize_value(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                if is_secret_key(key) {
+                    *inner = Value::String(REDACTED.to_owned());
+                } else {
+                    sanitize_value(inner);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sanitize_value),
+        Value::String(text) => {
+            if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS) {
+                let total = text.chars().count();
+                *text = format!("{cut}… [{} more characters]", total - MAX_ARG_STRING_CHARS);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
+pub fn shorten(text: &str, max_chars: usize) -> Option<&str> {
+    text.char_indices().nth(max_chars).map(|(byte_index, _)| &text[..byte_index])
+}
+
+/// Makes one event's payload safe to send and store.
+pub fn sanitize_event(kind: &mut EventKind) {
+    match kind {
+        EventKind::ToolCallStarted { args, display, .. } => {
+            sanitize_value(args);
+            if let Some(text) = display {
+                if let Some(cut) = shorten(text, 200) {
+                    *text = format!("{cut}…");
+                }
+            }
+        }
+        EventKind::ToolCallUpdate { output_delta, progress, .. } => {
+            if let Some(progress) = progress {
+                sanitize_value(progress);
+            }
+            if let Some(delta) = output_delta {
+                if let Some(cut) = shorten(delta, MAX_DELTA_CHARS) {
+                    *delta = cut.to_owned();
+                }
+            }
+        }
+        EventKind::ToolResult { output, truncated, full_length, error, .. } => {
+            if let Some(text) = output {
+                if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
+                    let total = text.chars().count() as u64;
+                    *text = cut.to_owned();
+                    *truncated = true;
+                    *full_length = Some(full_length.unwrap_or(0).max(total));
+                }
+            }
+            if let Some(error) = error {
+                if let Some(cut) = shorten(&error.message, MAX_ARG_STRING_CHARS) {
+                    error.message = format!("{cut}…");
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_redacted_at_any_depth_and_case() {
+        let mut args = json!({
+            "query": "TODO",
+            "API_KEY": "sk-123",
+            "nested": {"Authorization": "Bearer x", "list": [{"session_token": "t"}, "plain"]},
+            "Password": 12,
+        });
+        sanitize_value(&mut args);
+        assert_eq!(
+            args,
+            json!({
+                "query": "TODO",
+                "API_KEY": REDACTED,
+                "nested": {"Authorization": REDACTED, "list": [{"session_token": REDACTED}, "plain"]},
+                "Password": REDACTED,
+            })
+        );
+    }
+
+    #[test]
+    fn long_strings_are_cut_on_a_char_boundary_and_say_so() {
+        let mut value = json!({ "text": "é".repeat(MAX_ARG_STRING_CHARS + 10) });
+        sanitize_value(&mut value);
+        let text = value["text"].as_str().unwrap_or_default();
+        assert!(text.starts_with(&"é".repeat(MAX_ARG_STRING_CHARS)));
+        assert!(text.ends_with("[10 more characters]"));
+    }
+
+    #[test]
+    fn long_tool_output_is_truncated_with_its_full_length() {
+        let mut kind = EventKind::ToolResult {
+            call_id: "c".into(),
+            status: app::protocol::ToolResultStatus::Success,
+            duration_ms: 1,
+            output: Some("x".repeat(MAX_TOOL_OUTPUT_CHARS + 5)),
+            truncated: false,
+            full_length: None,
+            error: None,
+        };
+        sanitize_event(&mut kind);
+        let EventKind::ToolResult { output, truncated, full_length, .. } = kind else { unreachable!() };
+        assert_eq!(output.map(|o| o.len()), Some(MAX_TOOL_OUTPUT_CHARS));
+        assert!(truncated);
+        assert_eq!(full_length, Some(MAX_TOOL_OUTPUT_CHARS as u64 + 5));
+    }
+}

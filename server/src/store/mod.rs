@@ -1,0 +1,87 @@
+//! Storage: conversations, messages and agent traces. Callers use [`Store`]'s methods and never
+//! write SQL. SQLite is the embedded default; the methods are the seam where a PostgreSQL backend
+//! slots in (same tables, JSONB for `body` and `events`) without touching callers.
+
+mod sqlite;
+
+pub use sqlite::Store;
+
+use app::protocol::{CancelledBy, Event, Message, MessageStatus};
+use serde::Serialize;
+
+/// The one local user until accounts exist. Every read and every cancel checks the owner anyway,
+/// so adding users changes who is asking, not the checks.
+pub const LOCAL_OWNER: &str = "local";
+
+/// What `POST /api/chat` asks the store to create in one transaction.
+#[derive(Debug)]
+pub struct NewRun {
+    pub owner_id: String,
+    pub conversation_id: Option<String>,
+    pub content: String,
+    pub model: Option<String>,
+    pub default_model: String,
+    pub run_id: String,
+    pub trace_id: String,
+    pub user_message_id: String,
+    pub assistant_message_id: String,
+    pub now: String,
+}
+
+/// What the store created for a new run.
+#[derive(Clone, Debug)]
+pub struct StartedRun {
+    pub conversation_id: String,
+    pub model: String,
+    /// The conversation's earlier messages, oldest first (the new user message excluded).
+    pub history: Vec<Message>,
+    pub user_message: Message,
+}
+
+/// The trace row's final state.
+#[derive(Debug)]
+pub struct FinishedTrace<'a> {
+    pub trace_id: &'a str,
+    pub message: &'a Message,
+    pub completed_at: &'a str,
+    pub duration_ms: u64,
+    pub cancelled_by: Option<CancelledBy>,
+    pub reason: Option<&'a str>,
+    pub error_code: Option<&'a str>,
+    /// Every event of the run as JSON, in seq order.
+    pub events: &'a [std::sync::Arc<str>],
+}
+
+pub fn trace_status(status: MessageStatus) -> &'static str {
+    match status {
+        MessageStatus::Streaming => "running",
+        MessageStatus::Complete => "completed",
+        MessageStatus::Cancelled => "cancelled",
+        MessageStatus::Error => "error",
+        MessageStatus::Interrupted => "interrupted",
+    }
+}
+
+/// A stored trace as `GET /api/traces/{trace_id}` returns it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Trace {
+    pub trace_id: String,
+    pub run_id: String,
+    pub conversation_id: String,
+    pub message_id: String,
+    pub user_message_id: String,
+    pub model: String,
+    pub status: String,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub total_tool_calls: i64,
+    pub input_tokens: Option<i64>,
+    pub output_tokens: Option<i64>,
+    pub reasoning_tokens: Option<i64>,
+    pub total_tokens_used: Option<i64>,
+    pub total_duration_ms: Option<i64>,
+    pub cancelled_by: Option<String>,
+    pub cancellation_reason: Option<String>,
+    pub error_code: Option<String>,
+    pub events: Vec<Event>,
+}

@@ -1,0 +1,385 @@
+//! The SQLite backend: one file, WAL journal, foreign keys on.
+
+use std::{str::FromStr, sync::Arc, time::Duration};
+
+use app::models::{Conversation, ConversationSummary};
+use app::protocol::{fold, Event, Message, MessageStatus};
+use sqlx::{
+    sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
+    Row, SqlitePool,
+};
+
+use super::{trace_status, FinishedTrace, NewRun, StartedRun, Trace};
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug)]
+pub struct Store {
+    pool: SqlitePool,
+}
+
+const TITLE_CHARS: usize = 60;
+
+impl Store {
+    /// Opens (creating when missing) the database and brings its schema up to date.
+    pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
+        let options = SqliteConnectOptions::from_str(url)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(Duration::from_secs(10))
+            .foreign_keys(true);
+        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        sqlx::migrate!("../migrations").run(&pool).await?;
+        Ok(Store { pool })
+    }
+
+    /// Whether the database answers.
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Stores the user's message, creates the conversation when absent, and opens the run's trace
+    /// and its assistant message (status `streaming`), all in one transaction.
+    pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
+        let mut tx = self.pool.begin().await?;
+        let (conversation_id, model) = match &new.conversation_id {
+            Some(id) => {
+                let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
+                    .bind(id)
+                    .bind(&new.owner_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .ok_or(Error::NotFound("conversation"))?;
+                let stored: String = row.try_get("model")?;
+                let model = new.model.clone().unwrap_or(stored);
+                sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
+                    .bind(&model)
+                    .bind(&new.now)
+                    .bind(id)
+                    .execute(&mut *tx)
+                    .await?;
+                (id.clone(), model)
+            }
+            None => {
+                let id = uuid::Uuid::new_v4().to_string();
+                let model = new.model.clone().unwrap_or_else(|| new.default_model.clone());
+                sqlx::query(
+                    "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+                )
+                .bind(&id)
+                .bind(&new.owner_id)
+                .bind(title_for(&new.content))
+                .bind(&model)
+                .bind(&new.now)
+                .bind(&new.now)
+                .execute(&mut *tx)
+                .await?;
+                (id, model)
+            }
+        };
+
+        let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+            .bind(&conversation_id)
+            .fetch_all(&mut *tx)
+            .await?;
+        let history = rows.iter().map(|row| decode_message(row.try_get("body")?)).collect::<Result<Vec<_>>>()?;
+        let position = history.len() as i64;
+
+        let user_message = Message::user(new.user_message_id.clone(), new.content.clone(), new.now.clone());
+        let assistant = Message::assistant(new.assistant_message_id.clone(), model.clone(), new.now.clone());
+        for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+            insert_message(&mut tx, &conversation_id, position + offset as i64, message).await?;
+        }
+        sqlx::query(
+            "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+        )
+        .bind(&new.trace_id)
+        .bind(&new.run_id)
+        .bind(&conversation_id)
+        .bind(&new.assistant_message_id)
+        .bind(&new.user_message_id)
+        .bind(&model)
+        .bind(&new.now)
+        .bind(&new.now)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(StartedRun { conversation_id, model, history, user_message })
+    }
+
+    /// Appends checkpointed events (JSON, with their seq) to a running trace.
+    pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
+        for chunk in events.chunks(300) {
+            let mut builder = sqlx::QueryBuilder::new("INSERT OR IGNORE INTO trace_events (trace_id, seq, event) ");
+            builder.push_values(chunk, |mut row, (seq, json)| {
+                row.push_bind(trace_id).push_bind(*seq as i64).push_bind(json.as_ref());
+            });
+            builder.build().execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Closes a trace: its final status and totals, every event as one JSON array, and the
+    /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
+    pub async fn finish_run(&self, finished: FinishedTrace<'_>) -> Result<()> {
+        let message = finished.message;
+        let usage = message.usage.unwrap_or_default();
+        let events_json = join_json_array(finished.events);
+        let mut tx = self.pool.begin().await?;
+        sqlx::query(
+            "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
+                 input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
+                 total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
+             WHERE trace_id = ?",
+        )
+        .bind(events_json)
+        .bind(trace_status(message.status))
+        .bind(finished.completed_at)
+        .bind(message.tool_calls().count() as i64)
+        .bind(message.usage.map(|u| u.input_tokens as i64))
+        .bind(message.usage.map(|u| u.output_tokens as i64))
+        .bind(usage.reasoning_tokens.map(|t| t as i64))
+        .bind(message.usage.map(|u| (u.input_tokens + u.output_tokens) as i64))
+        .bind(finished.duration_ms as i64)
+        .bind(finished.cancelled_by.map(|by| by.as_str()))
+        .bind(finished.reason)
+        .bind(finished.error_code)
+        .bind(finished.trace_id)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM trace_events WHERE trace_id = ?")
+            .bind(finished.trace_id)
+            .execute(&mut *tx)
+            .await?;
+        update_message(&mut tx, message).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
+    /// checkpointed events, and shows that on their messages. Returns how many there were.
+    pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
+        let rows = sqlx::query("SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'")
+            .fetch_all(&self.pool)
+            .await?;
+        for row in &rows {
+            let trace_id: String = row.try_get("trace_id")?;
+            let message_id: String = row.try_get("message_id")?;
+            let started_at: String = row.try_get("started_at")?;
+            let events = self.checkpointed_events(&trace_id).await?;
+            let stored = sqlx::query("SELECT body FROM messages WHERE id = ?")
+                .bind(&message_id)
+                .fetch_optional(&self.pool)
+                .await?;
+            let mut message = match fold(&events) {
+                Some(message) => message,
+                None => match stored {
+                    Some(row) => decode_message(row.try_get("body")?)?,
+                    None => continue,
+                },
+            };
+            message.status = MessageStatus::Interrupted;
+            message.ended_reason = Some("The server stopped while this run was going.".to_owned());
+            let json: Vec<Arc<str>> = events
+                .iter()
+                .map(|event| serde_json::to_string(event).map(Arc::from))
+                .collect::<Result<_, _>>()
+                .map_err(|error| Error::Internal(error.to_string()))?;
+            let duration = match (app::protocol::parse_rfc3339_millis(&started_at), events.last()) {
+                (Some(start), Some(last)) => app::protocol::parse_rfc3339_millis(&last.ts).map(|end| (end - start).max(0) as u64),
+                _ => None,
+            };
+            self.finish_run(FinishedTrace {
+                trace_id: &trace_id,
+                message: &message,
+                completed_at: now,
+                duration_ms: duration.unwrap_or(0),
+                cancelled_by: None,
+                reason: message.ended_reason.as_deref(),
+                error_code: None,
+                events: &json,
+            })
+            .await?;
+        }
+        Ok(rows.len())
+    }
+
+    async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
+        let rows = sqlx::query("SELECT event FROM trace_events WHERE trace_id = ? ORDER BY seq")
+            .bind(trace_id)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let json: String = row.try_get("event")?;
+                serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored event: {error}")))
+            })
+            .collect()
+    }
+
+    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE owner_id = ?
+             ORDER BY updated_at DESC, created_at DESC LIMIT 500",
+        )
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(summary_from_row).collect()
+    }
+
+    pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
+        let Some(row) = sqlx::query(
+            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE id = ? AND owner_id = ?",
+        )
+        .bind(id)
+        .bind(owner_id)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let summary = summary_from_row(&row)?;
+        let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+            .bind(id)
+            .fetch_all(&self.pool)
+            .await?;
+        let messages = rows.iter().map(|row| decode_message(row.try_get("body")?)).collect::<Result<_>>()?;
+        Ok(Some(Conversation { summary, messages }))
+    }
+
+    pub async fn get_trace(&self, owner_id: &str, trace_id: &str) -> Result<Option<Trace>> {
+        self.trace_where("t.trace_id = ?", owner_id, trace_id).await
+    }
+
+    pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
+        self.trace_where("t.run_id = ?", owner_id, run_id).await
+    }
+
+    async fn trace_where(&self, condition: &str, owner_id: &str, key: &str) -> Result<Option<Trace>> {
+        let sql = format!(
+            "SELECT t.* FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE {condition} AND c.owner_id = ?"
+        );
+        let Some(row) = sqlx::query(&sql).bind(key).bind(owner_id).fetch_optional(&self.pool).await? else {
+            return Ok(None);
+        };
+        let trace_id: String = row.try_get("trace_id")?;
+        let events: Option<String> = row.try_get("events")?;
+        let events = match events {
+            Some(json) => serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored events: {error}")))?,
+            None => self.checkpointed_events(&trace_id).await?,
+        };
+        Ok(Some(Trace {
+            trace_id,
+            run_id: row.try_get("run_id")?,
+            conversation_id: row.try_get("conversation_id")?,
+            message_id: row.try_get("message_id")?,
+            user_message_id: row.try_get("user_message_id")?,
+            model: row.try_get("model")?,
+            status: row.try_get("status")?,
+            started_at: row.try_get("started_at")?,
+            completed_at: row.try_get("completed_at")?,
+            total_tool_calls: row.try_get("total_tool_calls")?,
+            input_tokens: row.try_get("input_tokens")?,
+            output_tokens: row.try_get("output_tokens")?,
+            reasoning_tokens: row.try_get("reasoning_tokens")?,
+            total_tokens_used: row.try_get("total_tokens_used")?,
+            total_duration_ms: row.try_get("total_duration_ms")?,
+            cancelled_by: row.try_get("cancelled_by")?,
+            cancellation_reason: row.try_get("cancellation_reason")?,
+            error_code: row.try_get("error_code")?,
+            events,
+        }))
+    }
+
+    /// For tests and tools that need to reach the database directly.
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+}
+
+async fn insert_message(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    conversation_id: &str,
+    position: i64,
+    message: &Message,
+) -> Result<()> {
+    sqlx::query("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .bind(&message.id)
+        .bind(conversation_id)
+        .bind(position)
+        .bind(match message.role {
+            app::protocol::Role::User => "user",
+            app::protocol::Role::Assistant => "assistant",
+        })
+        .bind(message.status.as_str())
+        .bind(encode_message(message)?)
+        .bind(&message.created_at)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+async fn update_message(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, message: &Message) -> Result<()> {
+    sqlx::query("UPDATE messages SET status = ?, body = ? WHERE id = ?")
+        .bind(message.status.as_str())
+        .bind(encode_message(message)?)
+        .bind(&message.id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+fn encode_message(message: &Message) -> Result<String> {
+    serde_json::to_string(message).map_err(|error| Error::Internal(error.to_string()))
+}
+
+fn decode_message(json: String) -> Result<Message> {
+    serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored message: {error}")))
+}
+
+fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ConversationSummary> {
+    Ok(ConversationSummary {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        model: row.try_get("model")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+/// The conversation's title: the start of its first message, on one line.
+fn title_for(content: &str) -> String {
+    let line = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    match crate::sanitize::shorten(&line, TITLE_CHARS) {
+        Some(cut) => format!("{}…", cut.trim_end()),
+        None if line.is_empty() => "New conversation".to_owned(),
+        None => line,
+    }
+}
+
+/// `[a,b,c]` from already-serialized JSON values, without parsing them again.
+fn join_json_array(items: &[Arc<str>]) -> String {
+    let mut out = String::with_capacity(items.iter().map(|item| item.len() + 1).sum::<usize>() + 2);
+    out.push('[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(item);
+    }
+    out.push(']');
+    out
+}

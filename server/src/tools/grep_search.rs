@@ -1,0 +1,182 @@
+//! `grep_search {query, is_regexp?, include?}`: finds lines in the workspace, streaming each match.
+
+use std::path::Path;
+
+use regex::{Regex, RegexBuilder};
+use serde_json::{json, Value};
+
+use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture};
+
+const MAX_MATCHES: usize = 200;
+const MAX_FILE_BYTES: u64 = 1024 * 1024;
+const MAX_LINE_CHARS: usize = 240;
+
+pub struct GrepSearch;
+
+impl Tool for GrepSearch {
+    fn name(&self) -> &'static str {
+        "grep_search"
+    }
+
+    fn description(&self) -> &'static str {
+        "Search the workspace's text files for a string or a regular expression; answers `path:line: text` per match."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Text to find (case-insensitive), or a regular expression when is_regexp is true."},
+                "is_regexp": {"type": "boolean", "default": false},
+                "include": {"type": "string", "description": "Glob of files to search, e.g. `*.rs` or `src/**/*.md`."}
+            },
+            "required": ["query"]
+        })
+    }
+
+    fn display(&self, args: &Value) -> Option<String> {
+        args.get("query").and_then(Value::as_str).map(|query| format!("Searching for '{query}'…"))
+    }
+
+    fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
+        Box::pin(async move {
+            let query = string_arg(&args, "query")?.to_owned();
+            if query.is_empty() {
+                return Err(tool_error("invalid_arguments", "`query` must not be empty"));
+            }
+            let is_regexp = args.get("is_regexp").and_then(Value::as_bool).unwrap_or(false);
+            let pattern = if is_regexp { query.clone() } else { regex::escape(&query) };
+            let matcher = RegexBuilder::new(&pattern)
+                .case_insensitive(true)
+                .size_limit(1 << 20)
+                .build()
+                .map_err(|error| tool_error("invalid_arguments", format!("Not a valid regular expression: {error}")))?;
+            let include = match args.get("include").and_then(Value::as_str) {
+                Some(glob) if !glob.trim().is_empty() => Some(glob_to_regex(glob.trim())?),
+                _ => None,
+            };
+            // Walking the tree is blocking I/O: it runs on the blocking pool and checks the
+            // cancellation token between files.
+            let summary = tokio::task::spawn_blocking(move || search(&context, &matcher, include.as_ref()))
+                .await
+                .map_err(|error| tool_error("panic", error.to_string()))??;
+            Ok(summary)
+        })
+    }
+}
+
+fn search(context: &ToolContext, matcher: &Regex, include: Option<&Regex>) -> Result<String, app::protocol::ToolError> {
+    let workspace = &context.workspace;
+    let mut matches = Vec::new();
+    let mut files_with_matches = 0;
+    let mut stack = vec![workspace.root().to_path_buf()];
+    'walk: while let Some(dir) = stack.pop() {
+        if context.cancel.is_cancelled() {
+            return Err(tool_error("cancelled", "The search was cancelled."));
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let mut entries: Vec<_> = entries.flatten().collect();
+        entries.sort_by_key(|entry| entry.file_name());
+        // Directories are pushed in reverse so the walk visits them in name order.
+        let mut subdirs = Vec::new();
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() {
+                if !super::workspace::is_skipped_dir(&name) {
+                    subdirs.push(path);
+                }
+                continue;
+            }
+            if !kind.is_file() || !included(workspace.display(&path).as_str(), &name, include) {
+                continue;
+            }
+            let mut found_here = false;
+            for (line_number, line) in matching_lines(&path, matcher) {
+                let text = workspace.display(&path);
+                let line = crate::sanitize::shorten(line.trim_end(), MAX_LINE_CHARS).map(|cut| format!("{cut}…")).unwrap_or_else(|| line.trim_end().to_owned());
+                let entry = format!("{text}:{line_number}: {}\n", line.trim_start());
+                context.output.write(&entry);
+                matches.push(entry);
+                found_here = true;
+                if matches.len() >= MAX_MATCHES {
+                    files_with_matches += 1;
+                    break 'walk;
+                }
+            }
+            files_with_matches += usize::from(found_here);
+        }
+        stack.extend(subdirs.into_iter().rev());
+    }
+    let header = match matches.len() {
+        0 => "No matches.".to_owned(),
+        n if n >= MAX_MATCHES => format!("Found {n}+ matches in {files_with_matches} files (stopped at {MAX_MATCHES})."),
+        n => format!("Found {n} match{} in {files_with_matches} file{}.", if n == 1 { "" } else { "es" }, if files_with_matches == 1 { "" } else { "s" }),
+    };
+    Ok(format!("{header}\n{}", matches.concat()))
+}
+
+fn matching_lines(path: &Path, matcher: &Regex) -> Vec<(usize, String)> {
+    let Ok(metadata) = std::fs::metadata(path) else { return Vec::new() };
+    if metadata.len() > MAX_FILE_BYTES {
+        return Vec::new();
+    }
+    let Ok(bytes) = std::fs::read(path) else { return Vec::new() };
+    if bytes.iter().take(8000).any(|byte| *byte == 0) {
+        return Vec::new(); // binary
+    }
+    let text = String::from_utf8_lossy(&bytes);
+    text.lines()
+        .enumerate()
+        .filter(|(_, line)| matcher.is_match(line))
+        .map(|(index, line)| (index + 1, line.to_owned()))
+        .collect()
+}
+
+fn included(relative: &str, name: &str, include: Option<&Regex>) -> bool {
+    match include {
+        None => true,
+        Some(glob) => glob.is_match(relative) || glob.is_match(name),
+    }
+}
+
+/// `*` matches within a path segment, `**` across segments, `?` one character.
+fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
+    let mut pattern = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    pattern.push_str("(?:.*/)?");
+                } else {
+                    pattern.push_str(".*");
+                }
+            }
+            '*' => pattern.push_str("[^/]*"),
+            '?' => pattern.push_str("[^/]"),
+            other => pattern.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    pattern.push('$');
+    Regex::new(&pattern).map_err(|error| tool_error("invalid_arguments", format!("Not a valid `include` glob: {error}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_names_and_paths() {
+        let rs = glob_to_regex("*.rs").expect("glob");
+        assert!(included("src/main.rs", "main.rs", Some(&rs)));
+        assert!(!included("src/main.py", "main.py", Some(&rs)));
+        let deep = glob_to_regex("src/**/*.md").expect("glob");
+        assert!(deep.is_match("src/a/b/c.md"));
+        assert!(deep.is_match("src/c.md"));
+        assert!(!deep.is_match("docs/c.md"));
+    }
+}

@@ -1,0 +1,236 @@
+//! Tools the agent can call. A tool gets its arguments, a cancellation token and a sink for streamed
+//! output; [`execute`] runs one model turn's calls concurrently through the run, each with a timeout,
+//! and turns errors and panics into `tool_result` events with status `error`.
+
+mod grep_search;
+mod list_dir;
+mod read_file;
+mod test_tools;
+mod workspace;
+
+use std::{
+    collections::BTreeMap,
+    future::Future,
+    panic::AssertUnwindSafe,
+    pin::Pin,
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc,
+    },
+    time::{Duration, Instant},
+};
+
+use app::protocol::{EventKind, ToolError, ToolResultStatus};
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use workspace::Workspace;
+
+use crate::{runs::Run, sanitize::MAX_TOOL_OUTPUT_CHARS};
+
+pub type ToolFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
+
+pub trait Tool: Send + Sync + 'static {
+    fn name(&self) -> &'static str;
+    /// What the model reads to decide when to call it.
+    fn description(&self) -> &'static str;
+    /// JSON Schema of the arguments object.
+    fn parameters(&self) -> Value;
+    /// A human-readable line for the UI, computed from the arguments ("Searching for 'TODO'…").
+    fn display(&self, _args: &Value) -> Option<String> {
+        None
+    }
+    fn call(&self, args: Value, context: ToolContext) -> ToolFuture;
+}
+
+/// What a running tool gets besides its arguments.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub cancel: CancellationToken,
+    pub output: OutputSink,
+    pub workspace: Arc<Workspace>,
+}
+
+/// Streams a tool's output and progress as `tool_call_update` events. Usable from blocking
+/// threads. Output past [`MAX_TOOL_OUTPUT_CHARS`] is not streamed (the final result says how long
+/// it was).
+#[derive(Clone)]
+pub struct OutputSink {
+    run: Arc<Run>,
+    call_id: String,
+    streamed_chars: Arc<AtomicUsize>,
+}
+
+impl OutputSink {
+    pub fn write(&self, delta: &str) {
+        let chars = delta.chars().count();
+        let before = self.streamed_chars.fetch_add(chars, Ordering::Relaxed);
+        if before >= MAX_TOOL_OUTPUT_CHARS || delta.is_empty() {
+            return;
+        }
+        let room = MAX_TOOL_OUTPUT_CHARS - before;
+        let delta = crate::sanitize::shorten(delta, room).unwrap_or(delta);
+        self.run.emit(EventKind::ToolCallUpdate {
+            call_id: self.call_id.clone(),
+            output_delta: Some(delta.to_owned()),
+            progress: None,
+        });
+    }
+
+    pub fn progress(&self, progress: Value) {
+        self.run.emit(EventKind::ToolCallUpdate { call_id: self.call_id.clone(), output_delta: None, progress: Some(progress) });
+    }
+}
+
+pub fn tool_error(kind: &str, message: impl Into<String>) -> ToolError {
+    ToolError { kind: kind.to_owned(), message: message.into() }
+}
+
+/// Reads a required string argument.
+pub fn string_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| tool_error("invalid_arguments", format!("`{name}` must be a string")))
+}
+
+/// Reads an optional non-negative integer argument.
+pub fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => value
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| tool_error("invalid_arguments", format!("`{name}` must be a non-negative integer"))),
+    }
+}
+
+/// The tools a run may call, by name.
+pub struct ToolRegistry {
+    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    workspace: Arc<Workspace>,
+    timeout: Duration,
+}
+
+impl ToolRegistry {
+    pub fn new(workspace: Workspace, timeout: Duration, enable_test_tools: bool) -> Self {
+        let mut tools: Vec<Arc<dyn Tool>> =
+            vec![Arc::new(grep_search::GrepSearch), Arc::new(read_file::ReadFile), Arc::new(list_dir::ListDir)];
+        if enable_test_tools {
+            tools.push(Arc::new(test_tools::Sleep));
+            tools.push(Arc::new(test_tools::Fail));
+        }
+        ToolRegistry {
+            tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
+            workspace: Arc::new(workspace),
+            timeout,
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+
+    pub fn workspace(&self) -> &Arc<Workspace> {
+        &self.workspace
+    }
+}
+
+/// One call the agent asks for.
+#[derive(Clone, Debug)]
+pub struct ToolCallRequest {
+    pub name: String,
+    pub args: Value,
+}
+
+/// One call's outcome, with the full (untruncated) output for the model.
+#[derive(Clone, Debug)]
+pub struct ToolOutcome {
+    pub call_id: String,
+    pub name: String,
+    pub args: Value,
+    pub result: Result<String, ToolError>,
+}
+
+/// Runs one turn's calls concurrently; every call ends in exactly one `tool_result`. Dropping the
+/// returned future (the run was cancelled) aborts the calls: async tools stop at their next await,
+/// blocking work is abandoned, child processes are killed on drop.
+pub async fn execute(
+    registry: &ToolRegistry,
+    run: &Arc<Run>,
+    calls: Vec<ToolCallRequest>,
+    mut next_sequence_number: impl FnMut() -> u32,
+) -> Vec<ToolOutcome> {
+    let mut running = JoinSet::new();
+    let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
+    for (index, call) in calls.into_iter().enumerate() {
+        let call_id = crate::runs::new_id("call");
+        let tool = registry.get(&call.name).cloned();
+        run.emit(EventKind::ToolCallStarted {
+            call_id: call_id.clone(),
+            name: call.name.clone(),
+            display: tool.as_ref().and_then(|tool| tool.display(&call.args)),
+            args: call.args.clone(),
+            sequence_number: next_sequence_number(),
+        });
+        let context = ToolContext {
+            cancel: run.cancellation().child_token(),
+            output: OutputSink { run: run.clone(), call_id: call_id.clone(), streamed_chars: Arc::default() },
+            workspace: registry.workspace.clone(),
+        };
+        let run = run.clone();
+        let timeout = registry.timeout;
+        running.spawn(async move {
+            let started = Instant::now();
+            let result = match tool {
+                None => Err(tool_error("unknown_tool", format!("There is no tool named `{}`.", call.name))),
+                Some(tool) => {
+                    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone())).catch_unwind();
+                    match tokio::time::timeout(timeout, future).await {
+                        Ok(Ok(result)) => result,
+                        Ok(Err(panic)) => Err(tool_error("panic", format!("The tool crashed: {}", panic_message(&panic)))),
+                        Err(_) => {
+                            context.cancel.cancel();
+                            Err(tool_error("timeout", format!("The tool did not finish within {} s.", timeout.as_secs())))
+                        }
+                    }
+                }
+            };
+            let (status, output, error) = match &result {
+                Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
+                Err(error) => (ToolResultStatus::Error, None, Some(error.clone())),
+            };
+            run.emit(EventKind::ToolResult {
+                call_id: call_id.clone(),
+                status,
+                duration_ms: started.elapsed().as_millis() as u64,
+                output,
+                truncated: false,
+                full_length: None,
+                error,
+            });
+            (index, ToolOutcome { call_id, name: call.name, args: call.args, result })
+        });
+    }
+    while let Some(joined) = running.join_next().await {
+        if let Ok((index, outcome)) = joined {
+            outcomes[index] = Some(outcome);
+        }
+    }
+    outcomes.into_iter().flatten().collect()
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic".to_owned()
+    }
+}

@@ -1,0 +1,81 @@
+//! `read_file {path, start_line?, end_line?}`: a file's lines, numbered.
+
+use serde_json::{json, Value};
+
+use super::{optional_u64, string_arg, tool_error, Tool, ToolContext, ToolFuture};
+
+const MAX_LINES: u64 = 400;
+const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
+
+pub struct ReadFile;
+
+impl Tool for ReadFile {
+    fn name(&self) -> &'static str {
+        "read_file"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file of the workspace, optionally a range of lines (1-based, inclusive); lines come numbered."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path relative to the workspace root."},
+                "start_line": {"type": "integer", "minimum": 1},
+                "end_line": {"type": "integer", "minimum": 1}
+            },
+            "required": ["path"]
+        })
+    }
+
+    fn display(&self, args: &Value) -> Option<String> {
+        let path = args.get("path").and_then(Value::as_str)?;
+        let range = match (args.get("start_line").and_then(Value::as_u64), args.get("end_line").and_then(Value::as_u64)) {
+            (Some(start), Some(end)) => format!(" (lines {start}–{end})"),
+            (Some(start), None) => format!(" (from line {start})"),
+            _ => String::new(),
+        };
+        Some(format!("Reading {path}{range}"))
+    }
+
+    fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
+        Box::pin(async move {
+            let requested = string_arg(&args, "path")?;
+            let start = optional_u64(&args, "start_line")?.unwrap_or(1).max(1);
+            let end = optional_u64(&args, "end_line")?.unwrap_or(start + MAX_LINES - 1);
+            if end < start {
+                return Err(tool_error("invalid_arguments", "`end_line` is before `start_line`"));
+            }
+            let path = context.workspace.resolve(requested)?;
+            let metadata = tokio::fs::metadata(&path).await.map_err(|error| tool_error("io", error.to_string()))?;
+            if metadata.is_dir() {
+                return Err(tool_error("invalid_arguments", format!("'{requested}' is a directory; use list_dir.")));
+            }
+            if metadata.len() > MAX_FILE_BYTES {
+                return Err(tool_error("too_large", format!("'{requested}' is {} bytes; the limit is {MAX_FILE_BYTES}.", metadata.len())));
+            }
+            let bytes = tokio::fs::read(&path).await.map_err(|error| tool_error("io", error.to_string()))?;
+            if bytes.iter().take(8000).any(|byte| *byte == 0) {
+                return Err(tool_error("binary_file", format!("'{requested}' is not a text file.")));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let total = text.lines().count() as u64;
+            let end = end.min(start + MAX_LINES - 1).min(total.max(1));
+            let mut out = String::new();
+            for (index, line) in text.lines().enumerate() {
+                let number = index as u64 + 1;
+                if number < start {
+                    continue;
+                }
+                if number > end {
+                    break;
+                }
+                out.push_str(&format!("{number:>5}  {line}\n"));
+            }
+            let shown = context.workspace.display(&path);
+            Ok(format!("{shown} (lines {start}–{end} of {total})\n{out}"))
+        })
+    }
+}

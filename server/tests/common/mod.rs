@@ -1,0 +1,251 @@
+//! A real server on a real socket, and a real SSE client, for integration tests.
+#![allow(dead_code)]
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use app::protocol::{Event, EventKind};
+use futures::StreamExt;
+use glassbox::{config::Config, runs::Engine, store::Store};
+use serde_json::{json, Value};
+use tempfile::TempDir;
+
+pub struct TestServer {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub dir: Arc<TempDir>,
+    pub engine: Arc<Engine>,
+    pub store: Store,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// Folders under one temporary directory: `data/`, `scenarios/`, `workspace/`.
+pub fn test_dir() -> Arc<TempDir> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    for sub in ["data", "scenarios", "workspace", "site/pkg"] {
+        std::fs::create_dir_all(dir.path().join(sub)).expect("create test folders");
+    }
+    std::fs::write(dir.path().join("site/pkg/glassbox.js"), "// test bundle").expect("write fake bundle");
+    std::fs::write(dir.path().join("workspace/notes.md"), "# Notes\nTODO: write the docs\nnothing here\n").expect("write workspace file");
+    Arc::new(dir)
+}
+
+pub fn config_for(dir: &TempDir) -> Config {
+    use clap::Parser;
+    let mut config = Config::parse_from(["glassbox"]);
+    config.addr = "127.0.0.1:0".parse().expect("address");
+    config.data_dir = dir.path().join("data");
+    config.workspace = dir.path().join("workspace");
+    config.scenarios_dir = Some(dir.path().join("scenarios"));
+    config.enable_test_tools = true;
+    config.tool_timeout_secs = 30;
+    config
+}
+
+impl TestServer {
+    pub async fn start() -> Self {
+        Self::start_in(test_dir()).await
+    }
+
+    pub async fn start_in(dir: Arc<TempDir>) -> Self {
+        let config = config_for(&dir);
+        let server = glassbox::build(&config, dir.path().join("site")).await.expect("build the server");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let router = server.router;
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        TestServer {
+            base,
+            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("client"),
+            dir,
+            engine: server.engine,
+            store: server.store,
+            task,
+        }
+    }
+
+    pub fn scenario(&self, name: &str, scenario: Value) {
+        write_scenario(&self.dir, name, scenario);
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// `POST /api/chat` answered as JSON.
+    pub async fn start_run(&self, model: &str, content: &str) -> Value {
+        let response = self
+            .client
+            .post(self.url("/api/chat"))
+            .header("accept", "application/json")
+            .json(&json!({ "content": content, "model": model }))
+            .send()
+            .await
+            .expect("POST /api/chat");
+        assert_eq!(response.status(), 201, "start a run");
+        response.json().await.expect("JSON reply")
+    }
+
+    /// `POST /api/chat` answered as an event stream.
+    pub async fn chat_stream(&self, model: &str, content: &str) -> SseStream {
+        let response = self
+            .client
+            .post(self.url("/api/chat"))
+            .json(&json!({ "content": content, "model": model }))
+            .send()
+            .await
+            .expect("POST /api/chat");
+        assert_eq!(response.status(), 200);
+        SseStream::new(response)
+    }
+
+    pub async fn subscribe(&self, run_id: &str, last_event_id: Option<u64>) -> SseStream {
+        let mut request = self.client.get(self.url(&format!("/api/runs/{run_id}/events")));
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id.to_string());
+        }
+        let response = request.send().await.expect("GET events");
+        assert_eq!(response.status(), 200, "subscribe to {run_id}");
+        SseStream::new(response)
+    }
+
+    pub async fn get_json(&self, path: &str) -> (u16, Value) {
+        let response = self.client.get(self.url(path)).send().await.expect("GET");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
+        let response = self.client.post(self.url(path)).json(&body).send().await.expect("POST");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    pub async fn stop(self) {
+        self.engine.shutdown().await;
+        self.task.abort();
+        self.store.close().await;
+    }
+}
+
+pub fn write_scenario(dir: &TempDir, name: &str, scenario: Value) {
+    std::fs::write(dir.path().join(format!("scenarios/{name}.json")), scenario.to_string()).expect("write scenario");
+}
+
+/// One SSE frame as the client saw it.
+#[derive(Clone, Debug)]
+pub struct Frame {
+    pub id: Option<String>,
+    pub data: String,
+}
+
+/// A minimal, strict SSE reader over a real HTTP response body.
+pub struct SseStream {
+    body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
+    buffer: String,
+    pub comments: usize,
+}
+
+impl SseStream {
+    pub fn new(response: reqwest::Response) -> Self {
+        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        assert!(content_type.starts_with("text/event-stream"), "content type {content_type}");
+        SseStream { body: response.bytes_stream().boxed(), buffer: String::new(), comments: 0 }
+    }
+
+    /// The next frame, or `None` at the end of the stream.
+    pub async fn next_frame(&mut self) -> Option<Frame> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut frame = Frame { id: None, data: String::new() };
+                let mut has_data = false;
+                for line in block.lines() {
+                    if line.starts_with(':') {
+                        self.comments += 1;
+                    } else if let Some(id) = line.strip_prefix("id:") {
+                        frame.id = Some(id.trim().to_owned());
+                    } else if let Some(data) = line.strip_prefix("data:") {
+                        if has_data {
+                            frame.data.push('\n');
+                        }
+                        frame.data.push_str(data.strip_prefix(' ').unwrap_or(data));
+                        has_data = true;
+                    }
+                }
+                if has_data {
+                    return Some(frame);
+                }
+                continue;
+            }
+            match self.body.next().await {
+                Some(Ok(bytes)) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                _ => return None,
+            }
+        }
+    }
+
+    /// The next event, checking that the frame's id is its seq.
+    pub async fn next_event(&mut self) -> Option<Event> {
+        let frame = self.next_frame().await?;
+        let event: Event = serde_json::from_str(&frame.data).unwrap_or_else(|error| panic!("bad event {}: {error}", frame.data));
+        assert_eq!(frame.id.as_deref(), Some(event.seq.to_string().as_str()), "SSE id is the seq");
+        Some(event)
+    }
+
+    /// Reads until the stream ends.
+    pub async fn collect(mut self) -> Vec<Event> {
+        let mut events = Vec::new();
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(60), self.next_event()).await.expect("stream stalled") {
+            events.push(event);
+        }
+        events
+    }
+
+    /// Reads until an event matches; returns every event read.
+    pub async fn until(&mut self, mut stop: impl FnMut(&Event) -> bool) -> Vec<Event> {
+        let mut events = Vec::new();
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(60), self.next_event())
+                .await
+                .expect("stream stalled")
+                .expect("stream ended before the awaited event");
+            let done = stop(&event);
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+}
+
+pub fn is_type(event: &Event, name: &str) -> bool {
+    event.kind.type_name() == name
+}
+
+/// The invariants every run's events keep.
+pub fn assert_invariants(events: &[Event]) {
+    assert!(!events.is_empty(), "a run has events");
+    for (index, event) in events.iter().enumerate() {
+        assert_eq!(event.seq, index as u64 + 1, "seq counts 1, 2, 3 ... with no gaps");
+        assert_eq!(event.run_id, events[0].run_id, "one run id");
+        assert!(app::protocol::parse_rfc3339_millis(&event.ts).is_some(), "ts is RFC 3339: {}", event.ts);
+        assert!(event.ts.len() == 24 && event.ts.ends_with('Z'), "ts has milliseconds: {}", event.ts);
+    }
+    assert!(matches!(events[0].kind, EventKind::MessageStarted { .. }), "message_started comes first");
+    let terminals = events.iter().filter(|event| event.kind.is_terminal()).count();
+    assert_eq!(terminals, 1, "exactly one terminal event");
+    let last = events.last().expect("non-empty");
+    assert!(last.kind.is_terminal(), "the terminal event is last");
+    let carried = match &last.kind {
+        EventKind::MessageFinal { message, .. } | EventKind::MessageCancelled { message, .. } | EventKind::MessageError { message, .. } => message,
+        _ => unreachable!(),
+    };
+    let folded = app::protocol::fold(&events[..events.len() - 1]).expect("folds");
+    assert_eq!(folded.segments, carried.segments, "the terminal message is what the reducer builds from the events");
+}
+
+pub fn db_path(dir: &TempDir) -> PathBuf {
+    dir.path().join("data/glassbox.db")
+}

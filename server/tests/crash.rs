@@ -1,0 +1,115 @@
+//! A run cut off by a crash: the real binary, killed with SIGKILL mid-run, then started again.
+
+mod common;
+
+use std::{process::Stdio, time::Duration};
+
+use common::*;
+use serde_json::{json, Value};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+}
+
+async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--site-root")
+        .arg(dir.path().join("site"))
+        .arg("--workspace")
+        .arg(dir.path().join("workspace"))
+        .arg("--scenarios-dir")
+        .arg(dir.path().join("scenarios"))
+        .arg("--enable-test-tools")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start glassbox");
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client.get(format!("http://127.0.0.1:{port}/healthz")).send().await.is_ok() {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("glassbox did not start");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its_events_kept() {
+    let dir = test_dir();
+    write_scenario(&dir, "slow", json!({"delta_interval_ms": 0, "steps": [
+        {"text": "Before the crash."},
+        {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
+    ]}));
+    let port = free_port();
+    let mut child = spawn_binary(&dir, port).await;
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let started: Value = client
+        .post(format!("{base}/api/chat"))
+        .header("accept", "application/json")
+        .json(&json!({"content": "crash me", "model": "scenario:slow"}))
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON");
+    let run_id = started["run_id"].as_str().expect("run id").to_owned();
+    let response = client.get(format!("{base}/api/runs/{run_id}/events")).send().await.expect("GET");
+    let mut stream = SseStream::new(response);
+    let seen = stream.until(|event| is_type(event, "tool_call_started")).await;
+    // Wait past one checkpoint window (250 ms) so the events are on disk.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    child.start_kill().expect("SIGKILL");
+    let _ = child.wait().await;
+
+    let port = free_port();
+    let mut child = spawn_binary(&dir, port).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let trace: Value = client.get(format!("{base}/api/traces/{}", started["trace_id"].as_str().expect("trace"))).send().await.expect("GET").json().await.expect("JSON");
+    assert_eq!(trace["status"], "interrupted");
+    let stored: Vec<app::protocol::Event> = serde_json::from_value(trace["events"].clone()).expect("events");
+    assert!(stored.len() >= seen.len(), "the checkpointed events are kept");
+    assert_eq!(stored[..seen.len()], seen[..], "the checkpointed events are kept as they were streamed");
+    let conversation: Value = client
+        .get(format!("{base}/api/conversations/{}", started["conversation_id"].as_str().expect("conversation")))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
+    let assistant = &conversation["messages"][1];
+    assert_eq!(assistant["status"], "interrupted");
+    assert!(assistant["ended_reason"].as_str().is_some_and(|reason| reason.contains("server stopped")));
+    let text: String = assistant["segments"].as_array().expect("segments").iter().filter_map(|s| s["text"].as_str()).collect();
+    assert_eq!(text, "Before the crash.");
+
+    // SIGTERM stops it gracefully.
+    let pid = child.id().expect("pid").to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("stops on SIGTERM").expect("status");
+    assert!(status.success(), "{status}");
+}
+
+#[tokio::test]
+async fn the_binary_says_what_is_wrong_when_the_site_is_missing() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(["--addr", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--site-root")
+        .arg(dir.path().join("no-site"))
+        .output()
+        .await
+        .expect("run glassbox");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("site assets are missing") && stderr.contains("scripts/run.sh"), "{stderr}");
+}
