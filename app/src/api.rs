@@ -37,6 +37,7 @@ pub mod ssr {
     pub type SharedSource = Arc<dyn ConversationSource>;
 
     pub fn source() -> Result<SharedSource, ServerFnError> {
-        use_context::<SharedSource>().ok_or_else(|| ServerFnError::new("the conversation store is not available"))
+        use_context::<SharedSource>()
+            .ok_or_else(|| ServerFnError::new("the conversation store is not available"))
     }
 }

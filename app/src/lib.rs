@@ -12,7 +12,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path,
+    path, SsrMode,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -39,14 +39,28 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    mark_hydrated();
     view! {
         <Stylesheet id="glassbox" href="/pkg/glassbox.css" />
         <Title text="Glassbox" />
         <Router>
             <Routes fallback=pages::NotFound>
-                <Route path=path!("") view=pages::ChatPage />
-                <Route path=path!("/c/:id") view=pages::ChatPage />
+                // Async: the server sends the page once its data is in, so a page load shows the
+                // stored conversation at once, with no loading state to flash.
+                <Route path=path!("") view=pages::ChatPage ssr=SsrMode::Async />
+                <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
             </Routes>
         </Router>
     }
+}
+
+/// Marks `<body data-hydrated="true">` once the browser has taken over the server's HTML: effects
+/// run only in the browser, after hydration. Browser tests wait for it; nothing styles it.
+fn mark_hydrated() {
+    Effect::new(|_| {
+        #[cfg(feature = "hydrate")]
+        if let Some(body) = document().body() {
+            let _ = body.set_attribute("data-hydrated", "true");
+        }
+    });
 }

@@ -5,7 +5,11 @@ use std::{net::SocketAddr, path::PathBuf, time::Duration};
 use clap::Parser;
 
 #[derive(Clone, Debug, Parser)]
-#[command(name = "glassbox", version, about = "Watch an AI agent work: every reasoning step and tool call, live.")]
+#[command(
+    name = "glassbox",
+    version,
+    about = "Watch an AI agent work: every reasoning step and tool call, live."
+)]
 pub struct Config {
     /// Address to listen on.
     #[arg(long, env = "GLASSBOX_ADDR", default_value = "127.0.0.1:3000")]
@@ -75,7 +79,10 @@ impl Config {
         }
         let mut candidates = vec![PathBuf::from("target/site")];
         // target/{debug,release}/glassbox -> target/site
-        if let Some(target_dir) = std::env::current_exe().ok().and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf())) {
+        if let Some(target_dir) = std::env::current_exe()
+            .ok()
+            .and_then(|exe| Some(exe.parent()?.parent()?.to_path_buf()))
+        {
             candidates.push(target_dir.join("site"));
         }
         candidates

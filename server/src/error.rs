@@ -64,7 +64,9 @@ impl Error {
     /// What the client may read.
     pub fn public_message(&self) -> String {
         match self {
-            Error::Database(_) | Error::Internal(_) => "Something went wrong on the server.".to_owned(),
+            Error::Database(_) | Error::Internal(_) => {
+                "Something went wrong on the server.".to_owned()
+            }
             other => other.to_string(),
         }
     }
@@ -76,7 +78,11 @@ impl IntoResponse for Error {
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
-        (status, Json(json!({ "code": self.code(), "message": self.public_message() }))).into_response()
+        (
+            status,
+            Json(json!({ "code": self.code(), "message": self.public_message() })),
+        )
+            .into_response()
     }
 }
 

@@ -37,10 +37,16 @@ pub struct Server {
 /// Finds the built site, or says how to build it.
 pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
     let candidates = config.site_root_candidates();
-    if let Some(root) = candidates.iter().find(|root| root.join(BUNDLE_FILE).is_file()) {
+    if let Some(root) = candidates
+        .iter()
+        .find(|root| root.join(BUNDLE_FILE).is_file())
+    {
         return Ok(root.clone());
     }
-    let looked: Vec<String> = candidates.iter().map(|root| root.join(BUNDLE_FILE).display().to_string()).collect();
+    let looked: Vec<String> = candidates
+        .iter()
+        .map(|root| root.join(BUNDLE_FILE).display().to_string())
+        .collect();
     Err(format!(
         "the site assets are missing (looked for {}). Build them first with `scripts/run.sh`, \
          or `cargo leptos build --release`, from the repository root; or point --site-root / \
@@ -53,20 +59,33 @@ pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
 /// engine and the routes.
 pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String> {
     if config.database_url.is_none() {
-        std::fs::create_dir_all(&config.data_dir)
-            .map_err(|error| format!("cannot create the data directory {}: {error}", config.data_dir.display()))?;
+        std::fs::create_dir_all(&config.data_dir).map_err(|error| {
+            format!(
+                "cannot create the data directory {}: {error}",
+                config.data_dir.display()
+            )
+        })?;
     }
     let url = config.database_url();
-    let store = Store::connect(&url).await.map_err(|error| format!("cannot open the database {url}: {error}"))?;
+    let store = Store::connect(&url)
+        .await
+        .map_err(|error| format!("cannot open the database {url}: {error}"))?;
     let interrupted = store
         .interrupt_leftover_runs(&runs::now_rfc3339())
         .await
         .map_err(|error| format!("cannot recover runs left running: {error}"))?;
     if interrupted > 0 {
-        tracing::warn!(interrupted, "marked runs left running by an earlier process as interrupted");
+        tracing::warn!(
+            interrupted,
+            "marked runs left running by an earlier process as interrupted"
+        );
     }
-    let workspace = Workspace::open(&config.workspace)
-        .map_err(|error| format!("cannot open the workspace {}: {error}", config.workspace.display()))?;
+    let workspace = Workspace::open(&config.workspace).map_err(|error| {
+        format!(
+            "cannot open the workspace {}: {error}",
+            config.workspace.display()
+        )
+    })?;
     let tools = ToolRegistry::new(workspace, config.tool_timeout(), config.enable_test_tools);
     let engine = Engine::new(
         store.clone(),
@@ -86,8 +105,16 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         .site_addr(config.addr)
         .env(env)
         .build();
-    let router = http::router(AppState { leptos_options, engine: engine.clone(), store: store.clone() });
-    Ok(Server { router, engine, store })
+    let router = http::router(AppState {
+        leptos_options,
+        engine: engine.clone(),
+        store: store.clone(),
+    });
+    Ok(Server {
+        router,
+        engine,
+        store,
+    })
 }
 
 /// Serves until SIGINT or SIGTERM, then stops runs (`cancelled_by: shutdown`) and drains.

@@ -14,7 +14,14 @@ use app::protocol::EventKind;
 
 pub const REDACTED: &str = "[redacted]";
 /// Substrings (case-insensitive) of a key whose value is never shown.
-pub const SECRET_KEY_PARTS: [&str; 6] = ["key", "token", "secret", "password", "authorization", "cookie"];
+pub const SECRET_KEY_PARTS: [&str; 6] = [
+    "key",
+    "token",
+    "secret",
+    "password",
+    "authorization",
+    "cookie",
+];
 pub const MAX_ARG_STRING_CHARS: usize = 4096;
 pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
 pub const MAX_DELTA_CHARS: usize = 8 * 1024;
@@ -50,7 +57,9 @@ pub fn sanitize_value(value: &mut Value) {
 
 /// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
 pub fn shorten(text: &str, max_chars: usize) -> Option<&str> {
-    text.char_indices().nth(max_chars).map(|(byte_index, _)| &text[..byte_index])
+    text.char_indices()
+        .nth(max_chars)
+        .map(|(byte_index, _)| &text[..byte_index])
 }
 
 /// Makes one event's payload safe to send and store.
@@ -64,7 +73,11 @@ pub fn sanitize_event(kind: &mut EventKind) {
                 }
             }
         }
-        EventKind::ToolCallUpdate { output_delta, progress, .. } => {
+        EventKind::ToolCallUpdate {
+            output_delta,
+            progress,
+            ..
+        } => {
             if let Some(progress) = progress {
                 sanitize_value(progress);
             }
@@ -74,7 +87,13 @@ pub fn sanitize_event(kind: &mut EventKind) {
                 }
             }
         }
-        EventKind::ToolResult { output, truncated, full_length, error, .. } => {
+        EventKind::ToolResult {
+            output,
+            truncated,
+            full_length,
+            error,
+            ..
+        } => {
             if let Some(text) = output {
                 if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
                     let total = text.chars().count() as u64;
@@ -139,7 +158,15 @@ mod tests {
             error: None,
         };
         sanitize_event(&mut kind);
-        let EventKind::ToolResult { output, truncated, full_length, .. } = kind else { unreachable!() };
+        let EventKind::ToolResult {
+            output,
+            truncated,
+            full_length,
+            ..
+        } = kind
+        else {
+            unreachable!()
+        };
         assert_eq!(output.map(|o| o.len()), Some(MAX_TOOL_OUTPUT_CHARS));
         assert!(truncated);
         assert_eq!(full_length, Some(MAX_TOOL_OUTPUT_CHARS as u64 + 5));

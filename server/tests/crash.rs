@@ -8,7 +8,10 @@ use common::*;
 use serde_json::{json, Value};
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("free port")
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
 }
 
 async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
@@ -30,7 +33,12 @@ async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Chi
         .expect("start glassbox");
     let client = reqwest::Client::new();
     for _ in 0..200 {
-        if client.get(format!("http://127.0.0.1:{port}/healthz")).send().await.is_ok() {
+        if client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+            .is_ok()
+        {
             return child;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -41,10 +49,14 @@ async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Chi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its_events_kept() {
     let dir = test_dir();
-    write_scenario(&dir, "slow", json!({"delta_interval_ms": 0, "steps": [
-        {"text": "Before the crash."},
-        {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
-    ]}));
+    write_scenario(
+        &dir,
+        "slow",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Before the crash."},
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
+        ]}),
+    );
     let port = free_port();
     let mut child = spawn_binary(&dir, port).await;
     let client = reqwest::Client::new();
@@ -60,9 +72,15 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
         .await
         .expect("JSON");
     let run_id = started["run_id"].as_str().expect("run id").to_owned();
-    let response = client.get(format!("{base}/api/runs/{run_id}/events")).send().await.expect("GET");
+    let response = client
+        .get(format!("{base}/api/runs/{run_id}/events"))
+        .send()
+        .await
+        .expect("GET");
     let mut stream = SseStream::new(response);
-    let seen = stream.until(|event| is_type(event, "tool_call_started")).await;
+    let seen = stream
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
     // Wait past one checkpoint window (250 ms) so the events are on disk.
     tokio::time::sleep(Duration::from_millis(700)).await;
     child.start_kill().expect("SIGKILL");
@@ -71,13 +89,34 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     let port = free_port();
     let mut child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
-    let trace: Value = client.get(format!("{base}/api/traces/{}", started["trace_id"].as_str().expect("trace"))).send().await.expect("GET").json().await.expect("JSON");
+    let trace: Value = client
+        .get(format!(
+            "{base}/api/traces/{}",
+            started["trace_id"].as_str().expect("trace")
+        ))
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON");
     assert_eq!(trace["status"], "interrupted");
-    let stored: Vec<app::protocol::Event> = serde_json::from_value(trace["events"].clone()).expect("events");
-    assert!(stored.len() >= seen.len(), "the checkpointed events are kept");
-    assert_eq!(stored[..seen.len()], seen[..], "the checkpointed events are kept as they were streamed");
+    let stored: Vec<app::protocol::Event> =
+        serde_json::from_value(trace["events"].clone()).expect("events");
+    assert!(
+        stored.len() >= seen.len(),
+        "the checkpointed events are kept"
+    );
+    assert_eq!(
+        stored[..seen.len()],
+        seen[..],
+        "the checkpointed events are kept as they were streamed"
+    );
     let conversation: Value = client
-        .get(format!("{base}/api/conversations/{}", started["conversation_id"].as_str().expect("conversation")))
+        .get(format!(
+            "{base}/api/conversations/{}",
+            started["conversation_id"].as_str().expect("conversation")
+        ))
         .send()
         .await
         .expect("GET")
@@ -86,14 +125,27 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
         .expect("JSON");
     let assistant = &conversation["messages"][1];
     assert_eq!(assistant["status"], "interrupted");
-    assert!(assistant["ended_reason"].as_str().is_some_and(|reason| reason.contains("server stopped")));
-    let text: String = assistant["segments"].as_array().expect("segments").iter().filter_map(|s| s["text"].as_str()).collect();
+    assert!(assistant["ended_reason"]
+        .as_str()
+        .is_some_and(|reason| reason.contains("server stopped")));
+    let text: String = assistant["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .filter_map(|s| s["text"].as_str())
+        .collect();
     assert_eq!(text, "Before the crash.");
 
     // SIGTERM stops it gracefully.
     let pid = child.id().expect("pid").to_string();
-    std::process::Command::new("kill").args(["-TERM", &pid]).status().expect("kill -TERM");
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait()).await.expect("stops on SIGTERM").expect("status");
+    std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+        .await
+        .expect("stops on SIGTERM")
+        .expect("status");
     assert!(status.success(), "{status}");
 }
 
@@ -111,5 +163,8 @@ async fn the_binary_says_what_is_wrong_when_the_site_is_missing() {
         .expect("run glassbox");
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("site assets are missing") && stderr.contains("scripts/run.sh"), "{stderr}");
+    assert!(
+        stderr.contains("site assets are missing") && stderr.contains("scripts/run.sh"),
+        "{stderr}"
+    );
 }

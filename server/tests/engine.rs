@@ -29,7 +29,11 @@ fn full_scenario() -> serde_json::Value {
 async fn a_run_streams_reasoning_tools_and_text_in_order_and_stores_the_same_message() {
     let server = TestServer::start().await;
     server.scenario("full", full_scenario());
-    let events = server.chat_stream("scenario:full", "Find the TODOs").await.collect().await;
+    let events = server
+        .chat_stream("scenario:full", "Find the TODOs")
+        .await
+        .collect()
+        .await;
     assert_invariants(&events);
 
     let EventKind::MessageFinal { message, trace_id } = &events.last().expect("events").kind else {
@@ -47,9 +51,16 @@ async fn a_run_streams_reasoning_tools_and_text_in_order_and_stores_the_same_mes
         })
         .collect();
     assert_eq!(kinds, ["reasoning", "tool", "tool", "reasoning", "text"]);
-    let grep = message.tool_calls().find(|call| call.name == "grep_search").expect("grep ran");
+    let grep = message
+        .tool_calls()
+        .find(|call| call.name == "grep_search")
+        .expect("grep ran");
     assert_eq!(grep.status, ToolCallStatus::Success);
-    assert!(grep.output.contains("notes.md:2: TODO: write the docs"), "{}", grep.output);
+    assert!(
+        grep.output.contains("notes.md:2: TODO: write the docs"),
+        "{}",
+        grep.output
+    );
     assert_eq!(grep.display.as_deref(), Some("Searching for 'TODO'…"));
     assert_eq!(message.usage.map(|usage| usage.output_tokens), Some(34));
     assert!(events.iter().any(|event| matches!(&event.kind, EventKind::ToolCallUpdate { output_delta: Some(delta), .. } if delta.contains("notes.md:2"))), "grep streams its matches");
@@ -60,79 +71,146 @@ async fn a_run_streams_reasoning_tools_and_text_in_order_and_stores_the_same_mes
     assert_eq!(trace["status"], "completed");
     assert_eq!(trace["total_tool_calls"], 2);
     assert_eq!(trace["events"].as_array().map(Vec::len), Some(events.len()));
-    let stored: Vec<app::protocol::Event> = serde_json::from_value(trace["events"].clone()).expect("stored events parse");
+    let stored: Vec<app::protocol::Event> =
+        serde_json::from_value(trace["events"].clone()).expect("stored events parse");
     assert_eq!(stored, events);
     let conversation_id = match &events[0].kind {
-        EventKind::MessageStarted { conversation_id, .. } => conversation_id.clone(),
+        EventKind::MessageStarted {
+            conversation_id, ..
+        } => conversation_id.clone(),
         _ => unreachable!(),
     };
-    let (status, conversation) = server.get_json(&format!("/api/conversations/{conversation_id}")).await;
+    let (status, conversation) = server
+        .get_json(&format!("/api/conversations/{conversation_id}"))
+        .await;
     assert_eq!(status, 200);
-    let messages: Vec<app::protocol::Message> = serde_json::from_value(conversation["messages"].clone()).expect("messages");
+    let messages: Vec<app::protocol::Message> =
+        serde_json::from_value(conversation["messages"].clone()).expect("messages");
     assert_eq!(messages.len(), 2);
     assert_eq!(messages[0].text(), "Find the TODOs");
-    assert_eq!(&messages[1], message, "the stored message is the streamed one");
+    assert_eq!(
+        &messages[1], message,
+        "the stored message is the streamed one"
+    );
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tool_call_started_arrives_while_a_blocking_tool_still_runs() {
     let server = TestServer::start().await;
-    server.scenario("blocking", json!({"steps": [
-        {"tool_calls": [{"name": "sleep", "args": {"seconds": 2, "blocking": true}}]},
-        {"text": "done"}
-    ]}));
+    server.scenario(
+        "blocking",
+        json!({"steps": [
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 2, "blocking": true}}]},
+            {"text": "done"}
+        ]}),
+    );
     let mut stream = server.chat_stream("scenario:blocking", "block").await;
-    stream.until(|event| is_type(event, "tool_call_started")).await;
+    stream
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
     let seen_start = Instant::now();
     let rest = stream.until(|event| is_type(event, "tool_result")).await;
     let waited = seen_start.elapsed();
-    assert!(waited >= Duration::from_millis(1500), "the start arrived {waited:?} before the 2 s tool ended");
-    assert!(matches!(rest.last().map(|e| &e.kind), Some(EventKind::ToolResult { status: ToolResultStatus::Success, .. })));
+    assert!(
+        waited >= Duration::from_millis(1500),
+        "the start arrived {waited:?} before the 2 s tool ended"
+    );
+    assert!(matches!(
+        rest.last().map(|e| &e.kind),
+        Some(EventKind::ToolResult {
+            status: ToolResultStatus::Success,
+            ..
+        })
+    ));
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_of_one_turn_run_concurrently() {
     let server = TestServer::start().await;
-    server.scenario("parallel", json!({"steps": [
-        {"tool_calls": [
-            {"name": "sleep", "args": {"seconds": 1}},
-            {"name": "sleep", "args": {"seconds": 1, "blocking": true}},
-            {"name": "grep_search", "args": {"query": "nothing"}}
-        ]}
-    ]}));
-    let events = server.chat_stream("scenario:parallel", "parallel").await.collect().await;
+    server.scenario(
+        "parallel",
+        json!({"steps": [
+            {"tool_calls": [
+                {"name": "sleep", "args": {"seconds": 1}},
+                {"name": "sleep", "args": {"seconds": 1, "blocking": true}},
+                {"name": "grep_search", "args": {"query": "nothing"}}
+            ]}
+        ]}),
+    );
+    let events = server
+        .chat_stream("scenario:parallel", "parallel")
+        .await
+        .collect()
+        .await;
     assert_invariants(&events);
-    let first_result = events.iter().position(|e| is_type(e, "tool_result")).expect("results");
-    let starts_before = events[..first_result].iter().filter(|e| is_type(e, "tool_call_started")).count();
+    let first_result = events
+        .iter()
+        .position(|e| is_type(e, "tool_result"))
+        .expect("results");
+    let starts_before = events[..first_result]
+        .iter()
+        .filter(|e| is_type(e, "tool_call_started"))
+        .count();
     assert_eq!(starts_before, 3, "every call started before any finished");
-    let EventKind::MessageFinal { message, .. } = &events.last().expect("events").kind else { panic!() };
-    assert!(message.tool_calls().all(|call| call.status == ToolCallStatus::Success));
-    let trace_ms = message.tool_calls().filter_map(|call| call.duration_ms).max().unwrap_or(0);
+    let EventKind::MessageFinal { message, .. } = &events.last().expect("events").kind else {
+        panic!()
+    };
+    assert!(message
+        .tool_calls()
+        .all(|call| call.status == ToolCallStatus::Success));
+    let trace_ms = message
+        .tool_calls()
+        .filter_map(|call| call.duration_ms)
+        .max()
+        .unwrap_or(0);
     assert!(trace_ms >= 1000, "the sleeps really slept");
     // Two 1 s sleeps in sequence would take 2 s; together they end within 1.9 s of the first start.
-    let first_start = events.iter().find(|e| is_type(e, "tool_call_started")).map(|e| app::protocol::parse_rfc3339_millis(&e.ts)).flatten().unwrap_or(0);
-    let last_result = events.iter().filter(|e| is_type(e, "tool_result")).filter_map(|e| app::protocol::parse_rfc3339_millis(&e.ts)).max().unwrap_or(0);
-    assert!(last_result - first_start < 1900, "ran concurrently: {} ms", last_result - first_start);
+    let first_start = events
+        .iter()
+        .find(|e| is_type(e, "tool_call_started"))
+        .map(|e| app::protocol::parse_rfc3339_millis(&e.ts))
+        .flatten()
+        .unwrap_or(0);
+    let last_result = events
+        .iter()
+        .filter(|e| is_type(e, "tool_result"))
+        .filter_map(|e| app::protocol::parse_rfc3339_millis(&e.ts))
+        .max()
+        .unwrap_or(0);
+    assert!(
+        last_result - first_start < 1900,
+        "ran concurrently: {} ms",
+        last_result - first_start
+    );
     server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_or_panicking_tool_ends_in_an_error_result_and_the_run_goes_on() {
     let server = TestServer::start().await;
-    server.scenario("failing", json!({"steps": [
-        {"tool_calls": [
-            {"name": "fail", "args": {"message": "the disk is on fire"}},
-            {"name": "fail", "args": {"message": "boom", "panic": true}},
-            {"name": "read_file", "args": {"path": "../../etc/passwd"}},
-            {"name": "no_such_tool", "args": {}}
-        ]},
-        {"text": "Recovered."}
-    ]}));
-    let events = server.chat_stream("scenario:failing", "fail").await.collect().await;
+    server.scenario(
+        "failing",
+        json!({"steps": [
+            {"tool_calls": [
+                {"name": "fail", "args": {"message": "the disk is on fire"}},
+                {"name": "fail", "args": {"message": "boom", "panic": true}},
+                {"name": "read_file", "args": {"path": "../../etc/passwd"}},
+                {"name": "no_such_tool", "args": {}}
+            ]},
+            {"text": "Recovered."}
+        ]}),
+    );
+    let events = server
+        .chat_stream("scenario:failing", "fail")
+        .await
+        .collect()
+        .await;
     assert_invariants(&events);
-    let EventKind::MessageFinal { message, .. } = &events.last().expect("events").kind else { panic!("completes") };
+    let EventKind::MessageFinal { message, .. } = &events.last().expect("events").kind else {
+        panic!("completes")
+    };
     let errors: Vec<(String, String)> = message
         .tool_calls()
         .map(|call| {
@@ -141,10 +219,17 @@ async fn a_failing_or_panicking_tool_ends_in_an_error_result_and_the_run_goes_on
             (error.kind, error.message)
         })
         .collect();
-    assert_eq!(errors[0], ("failed".to_owned(), "the disk is on fire".to_owned()));
+    assert_eq!(
+        errors[0],
+        ("failed".to_owned(), "the disk is on fire".to_owned())
+    );
     assert_eq!(errors[1].0, "panic");
     assert!(errors[1].1.contains("boom"));
-    assert!(errors[2].0 == "outside_workspace" || errors[2].0 == "not_found", "{:?}", errors[2]);
+    assert!(
+        errors[2].0 == "outside_workspace" || errors[2].0 == "not_found",
+        "{:?}",
+        errors[2]
+    );
     assert_eq!(errors[3].0, "unknown_tool");
     assert_eq!(message.text(), "Recovered.");
     server.stop().await;
@@ -153,13 +238,27 @@ async fn a_failing_or_panicking_tool_ends_in_an_error_result_and_the_run_goes_on
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scenario_error_ends_the_run_with_message_error_and_keeps_the_partial_message() {
     let server = TestServer::start().await;
-    server.scenario("broken", json!({"delta_interval_ms": 0, "steps": [
-        {"text": "Partial answer"},
-        {"error": {"code": "model_error", "message": "The model went away."}}
-    ]}));
-    let events = server.chat_stream("scenario:broken", "x").await.collect().await;
+    server.scenario(
+        "broken",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Partial answer"},
+            {"error": {"code": "model_error", "message": "The model went away."}}
+        ]}),
+    );
+    let events = server
+        .chat_stream("scenario:broken", "x")
+        .await
+        .collect()
+        .await;
     assert_invariants(&events);
-    let EventKind::MessageError { code, error, message } = &events.last().expect("events").kind else { panic!() };
+    let EventKind::MessageError {
+        code,
+        error,
+        message,
+    } = &events.last().expect("events").kind
+    else {
+        panic!()
+    };
     assert_eq!(code, "model_error");
     assert_eq!(error, "The model went away.");
     assert_eq!(message.text(), "Partial answer");
@@ -170,23 +269,32 @@ async fn a_scenario_error_ends_the_run_with_message_error_and_keeps_the_partial_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trace() {
     let server = TestServer::start().await;
-    server.scenario("long", json!({"delta_interval_ms": 0, "steps": [
-        {"text": "Working on it."},
-        {"tool_calls": [
-            {"name": "sleep", "args": {"seconds": 30}},
-            {"name": "sleep", "args": {"seconds": 3, "blocking": true}},
-            {"name": "sleep", "args": {"seconds": 30, "subprocess": true}}
-        ]},
-        {"text": "never"}
-    ]}));
+    server.scenario(
+        "long",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Working on it."},
+            {"tool_calls": [
+                {"name": "sleep", "args": {"seconds": 30}},
+                {"name": "sleep", "args": {"seconds": 3, "blocking": true}},
+                {"name": "sleep", "args": {"seconds": 30, "subprocess": true}}
+            ]},
+            {"text": "never"}
+        ]}),
+    );
     let started = server.start_run("scenario:long", "take your time").await;
     let run_id = started["run_id"].as_str().expect("run id").to_owned();
     let mut stream = server.subscribe(&run_id, None).await;
     let mut pid = None;
     let mut seen = stream
         .until(|event| {
-            if let EventKind::ToolCallUpdate { output_delta: Some(delta), .. } = &event.kind {
-                pid = delta.strip_prefix("started process ").map(|p| p.trim().to_owned());
+            if let EventKind::ToolCallUpdate {
+                output_delta: Some(delta),
+                ..
+            } = &event.kind
+            {
+                pid = delta
+                    .strip_prefix("started process ")
+                    .map(|p| p.trim().to_owned());
             }
             pid.is_some()
         })
@@ -195,16 +303,33 @@ async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trac
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
 
     let asked = Instant::now();
-    let (status, body) = server.post_json(&format!("/api/runs/{run_id}/cancel"), json!({})).await;
+    let (status, body) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
     let answered = asked.elapsed();
     assert_eq!(status, 200, "{body}");
-    assert!(answered < Duration::from_secs(2), "cancel took {answered:?}");
+    assert!(
+        answered < Duration::from_secs(2),
+        "cancel took {answered:?}"
+    );
     seen.extend(stream.collect().await);
     assert_invariants(&seen);
-    let EventKind::MessageCancelled { cancelled_by, message, .. } = &seen.last().expect("events").kind else { panic!("{:?}", seen.last()) };
+    let EventKind::MessageCancelled {
+        cancelled_by,
+        message,
+        ..
+    } = &seen.last().expect("events").kind
+    else {
+        panic!("{:?}", seen.last())
+    };
     assert_eq!(*cancelled_by, app::protocol::CancelledBy::User);
     assert_eq!(message.text(), "Working on it.");
-    assert!(message.tool_calls().all(|call| call.status == ToolCallStatus::Cancelled), "running tools end cancelled");
+    assert!(
+        message
+            .tool_calls()
+            .all(|call| call.status == ToolCallStatus::Cancelled),
+        "running tools end cancelled"
+    );
 
     // The child process is gone (give the kernel a moment to reap it).
     let deadline = Instant::now() + Duration::from_secs(3);
@@ -217,9 +342,15 @@ async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trac
     let (_, trace) = server.get_json(&format!("/api/traces/{trace_id}")).await;
     assert_eq!(trace["status"], "cancelled");
     assert_eq!(trace["cancelled_by"], "user");
-    assert_eq!(trace["events"].as_array().map(Vec::len), Some(seen.len()), "partial events kept");
+    assert_eq!(
+        trace["events"].as_array().map(Vec::len),
+        Some(seen.len()),
+        "partial events kept"
+    );
 
-    let (status, body) = server.post_json(&format!("/api/runs/{run_id}/cancel"), json!({})).await;
+    let (status, body) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
     assert_eq!(status, 409, "cancelling a finished run: {body}");
     assert_eq!(body["code"], "conflict");
     server.stop().await;
@@ -228,7 +359,10 @@ async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trac
 fn process_alive(pid: &str) -> bool {
     // A killed child that nobody has reaped yet shows as a zombie: it is not running.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat.split_whitespace().nth(2).is_some_and(|state| state == "Z"),
+        Ok(stat) => !stat
+            .split_whitespace()
+            .nth(2)
+            .is_some_and(|state| state == "Z"),
         Err(_) => false,
     }
 }
@@ -236,10 +370,13 @@ fn process_alive(pid: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reconnecting_with_last_event_id_gives_no_duplicate_and_no_gap() {
     let server = TestServer::start().await;
-    server.scenario("chatty", json!({"delta_chars": 3, "delta_interval_ms": 5, "steps": [
-        {"reasoning": ["Thinking about it for a little while."]},
-        {"text": "A reasonably long answer that arrives in many small pieces."}
-    ]}));
+    server.scenario(
+        "chatty",
+        json!({"delta_chars": 3, "delta_interval_ms": 5, "steps": [
+            {"reasoning": ["Thinking about it for a little while."]},
+            {"text": "A reasonably long answer that arrives in many small pieces."}
+        ]}),
+    );
     let started = server.start_run("scenario:chatty", "talk").await;
     let run_id = started["run_id"].as_str().expect("run id").to_owned();
 
@@ -252,12 +389,21 @@ async fn reconnecting_with_last_event_id_gives_no_duplicate_and_no_gap() {
     drop(first);
     let last = events.last().map(|e| e.seq).expect("seq");
     let resumed = server.subscribe(&run_id, Some(last)).await.collect().await;
-    assert_eq!(resumed.first().map(|e| e.seq), Some(last + 1), "resumes right after the last id");
+    assert_eq!(
+        resumed.first().map(|e| e.seq),
+        Some(last + 1),
+        "resumes right after the last id"
+    );
     events.extend(resumed);
     assert_invariants(&events);
 
     // After the run: `?after=N` works as well.
-    let after = server.client.get(server.url(&format!("/api/runs/{run_id}/events?after=3"))).send().await.expect("GET");
+    let after = server
+        .client
+        .get(server.url(&format!("/api/runs/{run_id}/events?after=3")))
+        .send()
+        .await
+        .expect("GET");
     let tail = SseStream::new(after).collect().await;
     assert_eq!(tail, events[3..].to_vec());
     server.stop().await;
@@ -267,14 +413,20 @@ async fn reconnecting_with_last_event_id_gives_no_duplicate_and_no_gap() {
 async fn after_a_restart_a_finished_run_replays_from_the_stored_trace() {
     let dir = test_dir();
     let server = TestServer::start_in(dir.clone()).await;
-    server.scenario("short", json!({"delta_interval_ms": 0, "steps": [{"text": "stored answer"}]}));
+    server.scenario(
+        "short",
+        json!({"delta_interval_ms": 0, "steps": [{"text": "stored answer"}]}),
+    );
     let started = server.start_run("scenario:short", "hi").await;
     let run_id = started["run_id"].as_str().expect("run id").to_owned();
     let live = server.subscribe(&run_id, None).await.collect().await;
     server.stop().await;
 
     let restarted = TestServer::start_in(dir).await;
-    assert!(restarted.engine.get(&run_id).is_none(), "not in memory any more");
+    assert!(
+        restarted.engine.get(&run_id).is_none(),
+        "not in memory any more"
+    );
     let replay = restarted.subscribe(&run_id, Some(2)).await.collect().await;
     assert_eq!(replay, live[2..].to_vec());
     restarted.stop().await;
@@ -299,17 +451,30 @@ async fn two_subscribers_see_the_same_events() {
 async fn a_subscriber_that_stops_reading_delays_nobody() {
     let server = TestServer::start().await;
     // About 6 MB of events, far beyond what socket buffers hold for the stalled reader.
-    server.scenario("flood", json!({"delta_chars": 8000, "delta_interval_ms": 0, "steps": [
-        {"text": "x".repeat(6_000_000)}
-    ]}));
+    server.scenario(
+        "flood",
+        json!({"delta_chars": 8000, "delta_interval_ms": 0, "steps": [
+            {"text": "x".repeat(6_000_000)}
+        ]}),
+    );
     let started = server.start_run("scenario:flood", "flood").await;
     let run_id = started["run_id"].as_str().expect("run id").to_owned();
-    let stalled = server.client.get(server.url(&format!("/api/runs/{run_id}/events"))).send().await.expect("GET");
-    let reader = tokio::time::timeout(Duration::from_secs(30), server.subscribe(&run_id, None).await.collect())
+    let stalled = server
+        .client
+        .get(server.url(&format!("/api/runs/{run_id}/events")))
+        .send()
         .await
-        .expect("the reading subscriber finished while the other stalled");
+        .expect("GET");
+    let reader = tokio::time::timeout(
+        Duration::from_secs(30),
+        server.subscribe(&run_id, None).await.collect(),
+    )
+    .await
+    .expect("the reading subscriber finished while the other stalled");
     assert_invariants(&reader);
-    let EventKind::MessageFinal { message, .. } = &reader.last().expect("events").kind else { panic!() };
+    let EventKind::MessageFinal { message, .. } = &reader.last().expect("events").kind else {
+        panic!()
+    };
     assert_eq!(message.text().len(), 6_000_000);
     drop(stalled);
     server.stop().await;
@@ -329,7 +494,10 @@ async fn a_secret_in_tool_arguments_never_reaches_the_stream_or_the_database() {
     while let Some(frame) = stream.next_frame().await {
         stream_text.push_str(&frame.data);
     }
-    assert!(stream_text.contains("[redacted]"), "the key is shown as redacted");
+    assert!(
+        stream_text.contains("[redacted]"),
+        "the key is shown as redacted"
+    );
     assert!(!stream_text.contains(secret));
     server.stop().await;
 
@@ -339,7 +507,10 @@ async fn a_secret_in_tool_arguments_never_reaches_the_stream_or_the_database() {
     }
     assert!(!stored.is_empty());
     let needle = secret.as_bytes();
-    assert!(!stored.windows(needle.len()).any(|window| window == needle), "the secret is in a database file");
+    assert!(
+        !stored.windows(needle.len()).any(|window| window == needle),
+        "the secret is in a database file"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -348,15 +519,30 @@ async fn long_tool_output_is_truncated_with_its_full_length() {
     let line = "0123456789".repeat(10);
     let big: String = (0..300).map(|_| format!("{line}\n")).collect();
     std::fs::write(server.dir.path().join("workspace/big.txt"), big).expect("write big file");
-    server.scenario("big", json!({"steps": [{"tool_calls": [{"name": "read_file", "args": {"path": "big.txt"}}]}]}));
-    let events = server.chat_stream("scenario:big", "read").await.collect().await;
+    server.scenario(
+        "big",
+        json!({"steps": [{"tool_calls": [{"name": "read_file", "args": {"path": "big.txt"}}]}]}),
+    );
+    let events = server
+        .chat_stream("scenario:big", "read")
+        .await
+        .collect()
+        .await;
     let result = events.iter().find_map(|event| match &event.kind {
-        EventKind::ToolResult { output, truncated, full_length, .. } => Some((output.clone(), *truncated, *full_length)),
+        EventKind::ToolResult {
+            output,
+            truncated,
+            full_length,
+            ..
+        } => Some((output.clone(), *truncated, *full_length)),
         _ => None,
     });
     let (output, truncated, full_length) = result.expect("a tool result");
     assert!(truncated);
-    assert_eq!(output.map(|o| o.chars().count()), Some(glassbox::sanitize::MAX_TOOL_OUTPUT_CHARS));
+    assert_eq!(
+        output.map(|o| o.chars().count()),
+        Some(glassbox::sanitize::MAX_TOOL_OUTPUT_CHARS)
+    );
     assert!(full_length.unwrap_or(0) > 30_000, "{full_length:?}");
     server.stop().await;
 }
@@ -366,48 +552,137 @@ async fn bad_requests_get_clear_json_errors() {
     let server = TestServer::start().await;
     server.scenario("short", json!({"steps": [{"text": "hi"}]}));
     let post_raw = |body: &'static str, content_type: &'static str| {
-        let request = server.client.post(server.url("/api/chat")).header("content-type", content_type).body(body);
+        let request = server
+            .client
+            .post(server.url("/api/chat"))
+            .header("content-type", content_type)
+            .body(body);
         async move {
             let response = request.send().await.expect("POST");
             let status = response.status().as_u16();
-            (status, response.json::<serde_json::Value>().await.unwrap_or_default())
+            (
+                status,
+                response
+                    .json::<serde_json::Value>()
+                    .await
+                    .unwrap_or_default(),
+            )
         }
     };
     let cases = [
-        (post_raw("{not json", "application/json").await, 400, "malformed_body"),
-        (post_raw("{}", "application/json").await, 422, "invalid_field"),
-        (post_raw(r#"{"content": 5}"#, "application/json").await, 422, "invalid_field"),
-        (post_raw(r#"{"content": "   "}"#, "application/json").await, 422, "invalid_field"),
-        (post_raw(r#"{"content": "hi", "model": "gpt-nonexistent"}"#, "application/json").await, 422, "invalid_field"),
-        (post_raw(r#"{"content": "hi", "model": "scenario:../../etc/passwd"}"#, "application/json").await, 422, "invalid_field"),
-        (post_raw(r#"{"content": "hi"}"#, "text/plain").await, 415, "unsupported_media_type"),
-        (post_raw(r#"{"content": "hi", "conversation_id": "nope", "model": "scenario:short"}"#, "application/json").await, 404, "not_found"),
+        (
+            post_raw("{not json", "application/json").await,
+            400,
+            "malformed_body",
+        ),
+        (
+            post_raw("{}", "application/json").await,
+            422,
+            "invalid_field",
+        ),
+        (
+            post_raw(r#"{"content": 5}"#, "application/json").await,
+            422,
+            "invalid_field",
+        ),
+        (
+            post_raw(r#"{"content": "   "}"#, "application/json").await,
+            422,
+            "invalid_field",
+        ),
+        (
+            post_raw(
+                r#"{"content": "hi", "model": "gpt-nonexistent"}"#,
+                "application/json",
+            )
+            .await,
+            422,
+            "invalid_field",
+        ),
+        (
+            post_raw(
+                r#"{"content": "hi", "model": "scenario:../../etc/passwd"}"#,
+                "application/json",
+            )
+            .await,
+            422,
+            "invalid_field",
+        ),
+        (
+            post_raw(r#"{"content": "hi"}"#, "text/plain").await,
+            415,
+            "unsupported_media_type",
+        ),
+        (
+            post_raw(
+                r#"{"content": "hi", "conversation_id": "nope", "model": "scenario:short"}"#,
+                "application/json",
+            )
+            .await,
+            404,
+            "not_found",
+        ),
     ];
     for ((status, body), expected_status, expected_code) in cases {
         assert_eq!(status, expected_status, "{body}");
         assert_eq!(body["code"], expected_code, "{body}");
-        assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+        assert!(
+            body["message"].as_str().is_some_and(|m| !m.is_empty()),
+            "{body}"
+        );
     }
 
     let huge = format!(r#"{{"content": "{}"}}"#, "a".repeat(2 * 1024 * 1024));
-    let response = server.client.post(server.url("/api/chat")).header("content-type", "application/json").body(huge).send().await.expect("POST");
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .header("content-type", "application/json")
+        .body(huge)
+        .send()
+        .await
+        .expect("POST");
     assert_eq!(response.status(), 413);
     let body: serde_json::Value = response.json().await.expect("JSON");
     assert_eq!(body["code"], "payload_too_large");
 
-    for path in ["/api/traces/nope", "/api/conversations/nope", "/api/runs/nope/events", "/api/nothing-here"] {
+    for path in [
+        "/api/traces/nope",
+        "/api/conversations/nope",
+        "/api/runs/nope/events",
+        "/api/nothing-here",
+    ] {
         let (status, body) = server.get_json(path).await;
-        assert_eq!((status, body["code"].as_str()), (404, Some("not_found")), "{path}");
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (404, Some("not_found")),
+            "{path}"
+        );
     }
     let (status, _) = server.post_json("/api/runs/nope/cancel", json!({})).await;
     assert_eq!(status, 404);
-    let response = server.client.post(server.url("/api/runs/nope/cancel")).body("{oops").send().await.expect("POST");
+    let response = server
+        .client
+        .post(server.url("/api/runs/nope/cancel"))
+        .body("{oops")
+        .send()
+        .await
+        .expect("POST");
     assert_eq!(response.status(), 400);
-    let response = server.client.get(server.url("/api/runs/nope/events")).header("last-event-id", "abc").send().await.expect("GET");
+    let response = server
+        .client
+        .get(server.url("/api/runs/nope/events"))
+        .header("last-event-id", "abc")
+        .send()
+        .await
+        .expect("GET");
     assert_eq!(response.status(), 400);
 
     // Nothing stored was lost: the server still works.
-    let events = server.chat_stream("scenario:short", "still fine?").await.collect().await;
+    let events = server
+        .chat_stream("scenario:short", "still fine?")
+        .await
+        .collect()
+        .await;
     assert_invariants(&events);
     server.stop().await;
 }
@@ -415,11 +690,17 @@ async fn bad_requests_get_clear_json_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_owners_conversations_and_traces_are_not_found() {
     let server = TestServer::start().await;
-    server.scenario("short", json!({"delta_interval_ms": 0, "steps": [{"text": "mine"}]}));
+    server.scenario(
+        "short",
+        json!({"delta_interval_ms": 0, "steps": [{"text": "mine"}]}),
+    );
     let started = server.start_run("scenario:short", "hello").await;
     let run_id = started["run_id"].as_str().expect("run").to_owned();
     server.subscribe(&run_id, None).await.collect().await;
-    let conversation_id = started["conversation_id"].as_str().expect("conversation").to_owned();
+    let conversation_id = started["conversation_id"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
     let trace_id = started["trace_id"].as_str().expect("trace").to_owned();
 
     sqlx::query("UPDATE conversations SET owner_id = 'someone-else' WHERE id = ?")
@@ -427,7 +708,10 @@ async fn other_owners_conversations_and_traces_are_not_found() {
         .execute(server.store.pool())
         .await
         .expect("re-own");
-    for path in [format!("/api/conversations/{conversation_id}"), format!("/api/traces/{trace_id}")] {
+    for path in [
+        format!("/api/conversations/{conversation_id}"),
+        format!("/api/traces/{trace_id}"),
+    ] {
         let (status, _) = server.get_json(&path).await;
         assert_eq!(status, 404, "{path}");
     }
@@ -443,13 +727,25 @@ async fn other_owners_conversations_and_traces_are_not_found() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conversations_list_newest_first_and_health_reports_the_database() {
     let server = TestServer::start().await;
-    server.scenario("short", json!({"delta_interval_ms": 0, "steps": [{"text": "ok"}]}));
+    server.scenario(
+        "short",
+        json!({"delta_interval_ms": 0, "steps": [{"text": "ok"}]}),
+    );
     for content in ["first", "second"] {
         let started = server.start_run("scenario:short", content).await;
-        server.subscribe(started["run_id"].as_str().expect("run"), None).await.collect().await;
+        server
+            .subscribe(started["run_id"].as_str().expect("run"), None)
+            .await
+            .collect()
+            .await;
     }
     let (_, list) = server.get_json("/api/conversations").await;
-    let titles: Vec<&str> = list.as_array().expect("list").iter().filter_map(|c| c["title"].as_str()).collect();
+    let titles: Vec<&str> = list
+        .as_array()
+        .expect("list")
+        .iter()
+        .filter_map(|c| c["title"].as_str())
+        .collect();
     assert_eq!(titles, ["second", "first"]);
 
     let (status, health) = server.get_json("/healthz").await;
@@ -463,10 +759,24 @@ async fn conversations_list_newest_first_and_health_reports_the_database() {
 async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
     let server = TestServer::start().await;
     server.scenario("short", json!({"steps": [{"text": "ok"}]}));
-    let response = server.client.post(server.url("/api/chat")).json(&json!({"content": "hi", "model": "scenario:short"})).send().await.expect("POST");
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .json(&json!({"content": "hi", "model": "scenario:short"}))
+        .send()
+        .await
+        .expect("POST");
     let headers = response.headers().clone();
-    assert_eq!(headers.get("cache-control").and_then(|v| v.to_str().ok()), Some("no-cache"));
-    assert_eq!(headers.get("x-accel-buffering").and_then(|v| v.to_str().ok()), Some("no"));
+    assert_eq!(
+        headers.get("cache-control").and_then(|v| v.to_str().ok()),
+        Some("no-cache")
+    );
+    assert_eq!(
+        headers
+            .get("x-accel-buffering")
+            .and_then(|v| v.to_str().ok()),
+        Some("no")
+    );
     assert!(headers.get("content-encoding").is_none());
     SseStream::new(response).collect().await;
     server.stop().await;

@@ -79,7 +79,10 @@ mod browser {
     }
 
     /// Starts a run and answers with its conversation's id.
-    pub async fn start_chat(conversation_id: Option<String>, content: String) -> Result<String, String> {
+    pub async fn start_chat(
+        conversation_id: Option<String>,
+        content: String,
+    ) -> Result<String, String> {
         let body = serde_json::json!({ "conversation_id": conversation_id, "content": content });
         let response = gloo_net::http::Request::post("/api/chat")
             .header("Accept", "application/json")

@@ -5,7 +5,9 @@ use crate::protocol::{Message, MessageStatus, Role};
 
 /// The open conversation's stored messages. Model text is only ever inserted as text nodes.
 #[component]
-pub fn MessageList(conversation: Resource<Result<Option<Conversation>, ServerFnError>>) -> impl IntoView {
+pub fn MessageList(
+    conversation: Resource<Result<Option<Conversation>, ServerFnError>>,
+) -> impl IntoView {
     view! {
         <section class="messages" aria-live="polite">
             <Transition fallback=|| ()>

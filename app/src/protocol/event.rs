@@ -117,7 +117,9 @@ impl EventKind {
     pub fn is_terminal(&self) -> bool {
         matches!(
             self,
-            EventKind::MessageFinal { .. } | EventKind::MessageCancelled { .. } | EventKind::MessageError { .. }
+            EventKind::MessageFinal { .. }
+                | EventKind::MessageCancelled { .. }
+                | EventKind::MessageError { .. }
         )
     }
 }

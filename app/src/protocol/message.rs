@@ -34,7 +34,11 @@ impl Message {
             model: String::new(),
             usage: None,
             created_at,
-            segments: vec![Segment::Text(TextSegment { id, sequence_number: 0, text })],
+            segments: vec![Segment::Text(TextSegment {
+                id,
+                sequence_number: 0,
+                text,
+            })],
             ended_reason: None,
         }
     }

@@ -47,7 +47,9 @@ impl Reducer {
 
     /// Whether a terminal event has been applied.
     pub fn is_finished(&self) -> bool {
-        self.message.as_ref().is_some_and(|message| message.status != MessageStatus::Streaming)
+        self.message
+            .as_ref()
+            .is_some_and(|message| message.status != MessageStatus::Streaming)
     }
 
     /// Applies one event. Returns false (and changes nothing) for an event already applied.
@@ -57,13 +59,23 @@ impl Reducer {
         }
         self.last_seq = event.seq;
         match &event.kind {
-            EventKind::MessageStarted { message_id, model, .. } => {
+            EventKind::MessageStarted {
+                message_id, model, ..
+            } => {
                 if self.message.is_none() {
-                    self.message = Some(Message::assistant(message_id.clone(), model.clone(), event.ts.clone()));
+                    self.message = Some(Message::assistant(
+                        message_id.clone(),
+                        model.clone(),
+                        event.ts.clone(),
+                    ));
                 }
             }
-            EventKind::MessageFinal { message, .. } => self.finish(message, MessageStatus::Complete),
-            EventKind::MessageCancelled { message, .. } => self.finish(message, MessageStatus::Cancelled),
+            EventKind::MessageFinal { message, .. } => {
+                self.finish(message, MessageStatus::Complete)
+            }
+            EventKind::MessageCancelled { message, .. } => {
+                self.finish(message, MessageStatus::Cancelled)
+            }
             EventKind::MessageError { message, .. } => self.finish(message, MessageStatus::Error),
             kind => {
                 let Some(message) = self.message.as_mut() else {
@@ -73,7 +85,9 @@ impl Reducer {
                     return true;
                 }
                 match kind {
-                    EventKind::ToolResult { call_id, .. } if find_tool(message, call_id).is_none() => {
+                    EventKind::ToolResult { call_id, .. }
+                        if find_tool(message, call_id).is_none() =>
+                    {
                         self.early_results.push(event.clone());
                     }
                     EventKind::ToolCallStarted { call_id, .. } => {
@@ -105,7 +119,11 @@ impl Reducer {
 
 fn apply_content(message: &mut Message, event: &Event) {
     match &event.kind {
-        EventKind::ReasoningPartStarted { segment_id, summary_index, sequence_number } => {
+        EventKind::ReasoningPartStarted {
+            segment_id,
+            summary_index,
+            sequence_number,
+        } => {
             let segment = match find_reasoning(message, segment_id) {
                 Some(segment) => segment,
                 None => {
@@ -121,19 +139,31 @@ fn apply_content(message: &mut Message, event: &Event) {
                             duration_ms: None,
                         }),
                     );
-                    let Some(segment) = find_reasoning(message, segment_id) else { return };
+                    let Some(segment) = find_reasoning(message, segment_id) else {
+                        return;
+                    };
                     segment
                 }
             };
             reasoning_part(segment, *summary_index, &event.ts);
         }
-        EventKind::ReasoningPartDelta { segment_id, summary_index, text_delta } => {
+        EventKind::ReasoningPartDelta {
+            segment_id,
+            summary_index,
+            text_delta,
+        } => {
             if let Some(segment) = find_reasoning(message, segment_id) {
-                reasoning_part(segment, *summary_index, &event.ts).text.push_str(text_delta);
+                reasoning_part(segment, *summary_index, &event.ts)
+                    .text
+                    .push_str(text_delta);
                 segment.combined_text = combine(&segment.parts);
             }
         }
-        EventKind::ReasoningPartCompleted { segment_id, summary_index, final_text } => {
+        EventKind::ReasoningPartCompleted {
+            segment_id,
+            summary_index,
+            final_text,
+        } => {
             if let Some(segment) = find_reasoning(message, segment_id) {
                 let part = reasoning_part(segment, *summary_index, &event.ts);
                 part.text.clone_from(final_text);
@@ -146,7 +176,13 @@ fn apply_content(message: &mut Message, event: &Event) {
                 }
             }
         }
-        EventKind::ToolCallStarted { call_id, name, display, args, sequence_number } => {
+        EventKind::ToolCallStarted {
+            call_id,
+            name,
+            display,
+            args,
+            sequence_number,
+        } => {
             if find_tool(message, call_id).is_none() {
                 insert_segment(
                     message,
@@ -168,7 +204,11 @@ fn apply_content(message: &mut Message, event: &Event) {
                 );
             }
         }
-        EventKind::ToolCallUpdate { call_id, output_delta, progress } => {
+        EventKind::ToolCallUpdate {
+            call_id,
+            output_delta,
+            progress,
+        } => {
             if let Some(call) = find_tool(message, call_id) {
                 if call.status == ToolCallStatus::Running {
                     if let Some(delta) = output_delta {
@@ -180,7 +220,15 @@ fn apply_content(message: &mut Message, event: &Event) {
                 }
             }
         }
-        EventKind::ToolResult { call_id, status, duration_ms, output, truncated, full_length, error } => {
+        EventKind::ToolResult {
+            call_id,
+            status,
+            duration_ms,
+            output,
+            truncated,
+            full_length,
+            error,
+        } => {
             if let Some(call) = find_tool(message, call_id) {
                 call.status = match status {
                     ToolResultStatus::Success => ToolCallStatus::Success,
@@ -196,15 +244,23 @@ fn apply_content(message: &mut Message, event: &Event) {
                 call.error.clone_from(error);
             }
         }
-        EventKind::TextDelta { segment_id, sequence_number, delta } => {
-            let existing = message.segments.iter_mut().find_map(|segment| match segment {
-                Segment::Text(text) if text.id == *segment_id => Some(text),
-                _ => None,
-            });
+        EventKind::TextDelta {
+            segment_id,
+            sequence_number,
+            delta,
+        } => {
+            let existing = message
+                .segments
+                .iter_mut()
+                .find_map(|segment| match segment {
+                    Segment::Text(text) if text.id == *segment_id => Some(text),
+                    _ => None,
+                });
             match existing {
                 Some(text) => text.text.push_str(delta),
                 None => {
-                    let sequence_number = sequence_number.unwrap_or_else(|| next_sequence_number(message));
+                    let sequence_number =
+                        sequence_number.unwrap_or_else(|| next_sequence_number(message));
                     insert_segment(
                         message,
                         Segment::Text(TextSegment {
@@ -227,32 +283,57 @@ fn apply_content(message: &mut Message, event: &Event) {
 /// Keeps `segments` ordered by `sequence_number`; equal numbers keep arrival order.
 fn insert_segment(message: &mut Message, segment: Segment) {
     let key = segment.sequence_number();
-    let position = message.segments.partition_point(|existing| existing.sequence_number() <= key);
+    let position = message
+        .segments
+        .partition_point(|existing| existing.sequence_number() <= key);
     message.segments.insert(position, segment);
 }
 
 fn next_sequence_number(message: &Message) -> u32 {
-    message.segments.iter().map(|segment| segment.sequence_number() + 1).max().unwrap_or(0)
+    message
+        .segments
+        .iter()
+        .map(|segment| segment.sequence_number() + 1)
+        .max()
+        .unwrap_or(0)
 }
 
-fn find_reasoning<'m>(message: &'m mut Message, segment_id: &str) -> Option<&'m mut ReasoningSegment> {
-    message.segments.iter_mut().find_map(|segment| match segment {
-        Segment::Reasoning(reasoning) if reasoning.id == segment_id => Some(reasoning),
-        _ => None,
-    })
+fn find_reasoning<'m>(
+    message: &'m mut Message,
+    segment_id: &str,
+) -> Option<&'m mut ReasoningSegment> {
+    message
+        .segments
+        .iter_mut()
+        .find_map(|segment| match segment {
+            Segment::Reasoning(reasoning) if reasoning.id == segment_id => Some(reasoning),
+            _ => None,
+        })
 }
 
 fn find_tool<'m>(message: &'m mut Message, call_id: &str) -> Option<&'m mut ToolCallSegment> {
-    message.segments.iter_mut().find_map(|segment| match segment {
-        Segment::ToolCall(call) if call.call_id == call_id => Some(call),
-        _ => None,
-    })
+    message
+        .segments
+        .iter_mut()
+        .find_map(|segment| match segment {
+            Segment::ToolCall(call) if call.call_id == call_id => Some(call),
+            _ => None,
+        })
 }
 
 /// The part with this index, created (in `summary_index` order) when it is new.
-fn reasoning_part<'s>(segment: &'s mut ReasoningSegment, summary_index: u32, ts: &str) -> &'s mut ReasoningPart {
-    let position = segment.parts.partition_point(|part| part.summary_index < summary_index);
-    let exists = segment.parts.get(position).is_some_and(|part| part.summary_index == summary_index);
+fn reasoning_part<'s>(
+    segment: &'s mut ReasoningSegment,
+    summary_index: u32,
+    ts: &str,
+) -> &'s mut ReasoningPart {
+    let position = segment
+        .parts
+        .partition_point(|part| part.summary_index < summary_index);
+    let exists = segment
+        .parts
+        .get(position)
+        .is_some_and(|part| part.summary_index == summary_index);
     if !exists {
         segment.parts.insert(
             position,
@@ -271,7 +352,11 @@ fn reasoning_part<'s>(segment: &'s mut ReasoningSegment, summary_index: u32, ts:
 }
 
 fn combine(parts: &[ReasoningPart]) -> String {
-    parts.iter().map(|part| part.text.as_str()).collect::<Vec<_>>().join("\n\n")
+    parts
+        .iter()
+        .map(|part| part.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n\n")
 }
 
 fn elapsed_ms(from: &str, to: &str) -> Option<u64> {
@@ -306,7 +391,12 @@ mod tests {
         fn push(&mut self, kind: EventKind) -> &mut Self {
             let seq = self.events.len() as u64 + 1;
             let ts = format_rfc3339_millis(1_769_077_800_000 + seq as i64 * 100);
-            self.events.push(Event { seq, run_id: "r1".into(), ts, kind });
+            self.events.push(Event {
+                seq,
+                run_id: "r1".into(),
+                ts,
+                kind,
+            });
             self
         }
 
@@ -336,12 +426,19 @@ mod tests {
                 output: None,
                 truncated: false,
                 full_length: None,
-                error: (status == ToolResultStatus::Error)
-                    .then(|| ToolError { kind: "io".into(), message: "disk on fire".into() }),
+                error: (status == ToolResultStatus::Error).then(|| ToolError {
+                    kind: "io".into(),
+                    message: "disk on fire".into(),
+                }),
             })
         }
 
-        fn text(&mut self, segment_id: &str, sequence_number: Option<u32>, delta: &str) -> &mut Self {
+        fn text(
+            &mut self,
+            segment_id: &str,
+            sequence_number: Option<u32>,
+            delta: &str,
+        ) -> &mut Self {
             self.push(EventKind::TextDelta {
                 segment_id: segment_id.into(),
                 sequence_number,
@@ -355,7 +452,10 @@ mod tests {
     }
 
     fn tool<'m>(message: &'m Message, call_id: &str) -> &'m ToolCallSegment {
-        message.tool_calls().find(|call| call.call_id == call_id).expect("tool call present")
+        message
+            .tool_calls()
+            .find(|call| call.call_id == call_id)
+            .expect("tool call present")
     }
 
     #[test]
@@ -367,23 +467,58 @@ mod tests {
     fn reasoning_parts_stream_complete_and_time_the_thinking() {
         let mut script = Script::new();
         script
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs".into(), summary_index: 0, sequence_number: 0 })
-            .push(EventKind::ReasoningPartDelta { segment_id: "rs".into(), summary_index: 0, text_delta: "Look".into() })
-            .push(EventKind::ReasoningPartDelta { segment_id: "rs".into(), summary_index: 0, text_delta: "ing".into() });
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                sequence_number: 0,
+            })
+            .push(EventKind::ReasoningPartDelta {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                text_delta: "Look".into(),
+            })
+            .push(EventKind::ReasoningPartDelta {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                text_delta: "ing".into(),
+            });
         let live = script.message();
-        let Segment::Reasoning(reasoning) = &live.segments[0] else { panic!("reasoning first") };
+        let Segment::Reasoning(reasoning) = &live.segments[0] else {
+            panic!("reasoning first")
+        };
         assert_eq!(reasoning.parts[0].text, "Looking");
         assert!(!reasoning.parts[0].is_complete);
         assert_eq!(reasoning.duration_ms, None);
 
         script
-            .push(EventKind::ReasoningPartCompleted { segment_id: "rs".into(), summary_index: 0, final_text: "Looking.".into() })
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs".into(), summary_index: 1, sequence_number: 0 })
-            .push(EventKind::ReasoningPartCompleted { segment_id: "rs".into(), summary_index: 1, final_text: "Found it.".into() });
+            .push(EventKind::ReasoningPartCompleted {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                final_text: "Looking.".into(),
+            })
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs".into(),
+                summary_index: 1,
+                sequence_number: 0,
+            })
+            .push(EventKind::ReasoningPartCompleted {
+                segment_id: "rs".into(),
+                summary_index: 1,
+                final_text: "Found it.".into(),
+            });
         let done = script.message();
         assert_eq!(done.segments.len(), 1, "both parts share one segment");
-        let Segment::Reasoning(reasoning) = &done.segments[0] else { panic!("reasoning first") };
-        assert_eq!(reasoning.parts.iter().map(|p| p.summary_index).collect::<Vec<_>>(), [0, 1]);
+        let Segment::Reasoning(reasoning) = &done.segments[0] else {
+            panic!("reasoning first")
+        };
+        assert_eq!(
+            reasoning
+                .parts
+                .iter()
+                .map(|p| p.summary_index)
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
         assert!(reasoning.parts.iter().all(|part| part.is_complete));
         assert_eq!(reasoning.combined_text, "Looking.\n\nFound it.");
         // Started at seq 2 (t=200 ms), last completion at seq 7 (t=700 ms).
@@ -394,20 +529,45 @@ mod tests {
     fn reasoning_parts_are_ordered_by_summary_index_whatever_the_arrival() {
         let mut script = Script::new();
         script
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs".into(), summary_index: 1, sequence_number: 0 })
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs".into(), summary_index: 0, sequence_number: 0 });
-        let Segment::Reasoning(reasoning) = &script.message().segments[0] else { panic!() };
-        assert_eq!(reasoning.parts.iter().map(|p| p.summary_index).collect::<Vec<_>>(), [0, 1]);
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs".into(),
+                summary_index: 1,
+                sequence_number: 0,
+            })
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                sequence_number: 0,
+            });
+        let Segment::Reasoning(reasoning) = &script.message().segments[0] else {
+            panic!()
+        };
+        assert_eq!(
+            reasoning
+                .parts
+                .iter()
+                .map(|p| p.summary_index)
+                .collect::<Vec<_>>(),
+            [0, 1]
+        );
     }
 
     #[test]
     fn segments_follow_sequence_numbers_across_kinds() {
         let mut script = Script::new();
         script
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs1".into(), summary_index: 0, sequence_number: 0 })
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs1".into(),
+                summary_index: 0,
+                sequence_number: 0,
+            })
             .tool_start("a", 1)
             .tool_result("a", ToolResultStatus::Success)
-            .push(EventKind::ReasoningPartStarted { segment_id: "rs2".into(), summary_index: 0, sequence_number: 2 })
+            .push(EventKind::ReasoningPartStarted {
+                segment_id: "rs2".into(),
+                summary_index: 0,
+                sequence_number: 2,
+            })
             .text("txt", Some(3), "Done");
         let kinds: Vec<&str> = script
             .message()
@@ -435,7 +595,9 @@ mod tests {
         let live = script.message();
         assert_eq!(tool(&live, "a").output, "a1 a2");
         assert_eq!(tool(&live, "b").output, "b1 b2");
-        assert!(live.tool_calls().all(|call| call.status == ToolCallStatus::Running));
+        assert!(live
+            .tool_calls()
+            .all(|call| call.status == ToolCallStatus::Running));
     }
 
     #[test]
@@ -450,33 +612,51 @@ mod tests {
             .tool_result("b", ToolResultStatus::Cancelled);
         let message = script.message();
         assert_eq!(tool(&message, "a").status, ToolCallStatus::Error);
-        assert_eq!(tool(&message, "a").error.as_ref().map(|e| e.message.as_str()), Some("disk on fire"));
+        assert_eq!(
+            tool(&message, "a")
+                .error
+                .as_ref()
+                .map(|e| e.message.as_str()),
+            Some("disk on fire")
+        );
         assert_eq!(tool(&message, "b").status, ToolCallStatus::Cancelled);
         assert_eq!(tool(&message, "c").status, ToolCallStatus::Success);
         assert_eq!(tool(&message, "c").duration_ms, Some(42));
-        let order: Vec<&str> = message.tool_calls().map(|call| call.call_id.as_str()).collect();
-        assert_eq!(order, ["a", "b", "c"], "blocks stay in start order, not finish order");
+        let order: Vec<&str> = message
+            .tool_calls()
+            .map(|call| call.call_id.as_str())
+            .collect();
+        assert_eq!(
+            order,
+            ["a", "b", "c"],
+            "blocks stay in start order, not finish order"
+        );
     }
 
     #[test]
     fn a_result_before_its_start_is_kept_until_the_start_arrives() {
         let mut script = Script::new();
-        script.tool_result("a", ToolResultStatus::Success).tool_start("a", 0);
+        script
+            .tool_result("a", ToolResultStatus::Success)
+            .tool_start("a", 0);
         assert_eq!(tool(&script.message(), "a").status, ToolCallStatus::Success);
     }
 
     #[test]
     fn final_output_replaces_the_streamed_preview_and_keeps_truncation() {
         let mut script = Script::new();
-        script.tool_start("a", 0).tool_output("a", "partial").push(EventKind::ToolResult {
-            call_id: "a".into(),
-            status: ToolResultStatus::Success,
-            duration_ms: 5,
-            output: Some("complete output".into()),
-            truncated: true,
-            full_length: Some(4523),
-            error: None,
-        });
+        script
+            .tool_start("a", 0)
+            .tool_output("a", "partial")
+            .push(EventKind::ToolResult {
+                call_id: "a".into(),
+                status: ToolResultStatus::Success,
+                duration_ms: 5,
+                output: Some("complete output".into()),
+                truncated: true,
+                full_length: Some(4523),
+                error: None,
+            });
         let message = script.message();
         let call = tool(&message, "a");
         assert_eq!(call.output, "complete output");
@@ -487,10 +667,17 @@ mod tests {
     #[test]
     fn text_deltas_join_and_late_segments_take_the_next_number() {
         let mut script = Script::new();
-        script.text("t1", Some(0), "Hello, ").text("t1", None, "world").tool_start("a", 1).text("t2", None, "!");
+        script
+            .text("t1", Some(0), "Hello, ")
+            .text("t1", None, "world")
+            .tool_start("a", 1)
+            .text("t2", None, "!");
         let message = script.message();
         assert_eq!(message.text(), "Hello, world!");
-        assert_eq!(message.segments.last().map(Segment::sequence_number), Some(2));
+        assert_eq!(
+            message.segments.last().map(Segment::sequence_number),
+            Some(2)
+        );
     }
 
     #[test]
@@ -506,7 +693,10 @@ mod tests {
         for event in &script.events {
             assert!(reducer.apply(event));
         }
-        assert!(!reducer.apply(&script.events[2]), "a replayed seq is ignored");
+        assert!(
+            !reducer.apply(&script.events[2]),
+            "a replayed seq is ignored"
+        );
         assert_eq!(reducer.last_seq(), 3);
     }
 
@@ -514,11 +704,23 @@ mod tests {
     fn usage_events_add_up() {
         let mut script = Script::new();
         script
-            .push(EventKind::Usage(Usage { input_tokens: 10, output_tokens: 5, reasoning_tokens: None }))
-            .push(EventKind::Usage(Usage { input_tokens: 20, output_tokens: 7, reasoning_tokens: Some(3) }));
+            .push(EventKind::Usage(Usage {
+                input_tokens: 10,
+                output_tokens: 5,
+                reasoning_tokens: None,
+            }))
+            .push(EventKind::Usage(Usage {
+                input_tokens: 20,
+                output_tokens: 7,
+                reasoning_tokens: Some(3),
+            }));
         assert_eq!(
             script.message().usage,
-            Some(Usage { input_tokens: 30, output_tokens: 12, reasoning_tokens: Some(3) })
+            Some(Usage {
+                input_tokens: 30,
+                output_tokens: 12,
+                reasoning_tokens: Some(3)
+            })
         );
     }
 
@@ -536,16 +738,27 @@ mod tests {
             .text("t", None, " and more after the end");
         let message = script.message();
         assert_eq!(message.status, MessageStatus::Cancelled);
-        assert_eq!(message.text(), "partial", "nothing applies after the terminal event");
+        assert_eq!(
+            message.text(),
+            "partial",
+            "nothing applies after the terminal event"
+        );
     }
 
     #[test]
     fn events_round_trip_through_json_with_the_type_tag_beside_seq() {
         let mut script = Script::new();
-        script.tool_start("a", 0).tool_result("a", ToolResultStatus::Success).push(EventKind::MessageFinal {
-            message: Message::assistant("m1".into(), "x".into(), "2026-01-01T00:00:00.000Z".into()),
-            trace_id: "t1".into(),
-        });
+        script
+            .tool_start("a", 0)
+            .tool_result("a", ToolResultStatus::Success)
+            .push(EventKind::MessageFinal {
+                message: Message::assistant(
+                    "m1".into(),
+                    "x".into(),
+                    "2026-01-01T00:00:00.000Z".into(),
+                ),
+                trace_id: "t1".into(),
+            });
         for event in &script.events {
             let json = serde_json::to_value(event).expect("serializes");
             assert_eq!(json["type"], event.kind.type_name());

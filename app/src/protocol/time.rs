@@ -33,7 +33,12 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     };
     let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
-    if !(1..=12).contains(&month) || !(1..=31).contains(&day) || hour > 23 || minute > 59 || second > 60 {
+    if !(1..=12).contains(&month)
+        || !(1..=31).contains(&day)
+        || hour > 23
+        || minute > 59
+        || second > 60
+    {
         return None;
     }
     let mut rest = &text[19..];
@@ -80,11 +85,16 @@ fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let days = days + 719_468;
     let era = days.div_euclid(146_097);
     let day_of_era = days - era * 146_097;
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = day_of_year - (153 * month_index + 2) / 5 + 1;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 };
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    };
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
@@ -96,8 +106,14 @@ mod tests {
     #[test]
     fn formats_known_instants() {
         assert_eq!(format_rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(format_rfc3339_millis(1_769_077_800_123), "2026-01-22T10:30:00.123Z");
-        assert_eq!(format_rfc3339_millis(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(
+            format_rfc3339_millis(1_769_077_800_123),
+            "2026-01-22T10:30:00.123Z"
+        );
+        assert_eq!(
+            format_rfc3339_millis(951_782_400_000),
+            "2000-02-29T00:00:00.000Z"
+        );
     }
 
     #[test]
@@ -105,13 +121,25 @@ mod tests {
         for ms in [0, 1_769_077_800_123, 951_782_400_000, 4_102_444_799_999] {
             assert_eq!(parse_rfc3339_millis(&format_rfc3339_millis(ms)), Some(ms));
         }
-        assert_eq!(parse_rfc3339_millis("2026-01-22T11:30:00.1+01:00"), Some(1_769_077_800_100));
-        assert_eq!(parse_rfc3339_millis("2026-01-22T10:30:00Z"), Some(1_769_077_800_000));
+        assert_eq!(
+            parse_rfc3339_millis("2026-01-22T11:30:00.1+01:00"),
+            Some(1_769_077_800_100)
+        );
+        assert_eq!(
+            parse_rfc3339_millis("2026-01-22T10:30:00Z"),
+            Some(1_769_077_800_000)
+        );
     }
 
     #[test]
     fn rejects_malformed_text() {
-        for bad in ["", "yesterday", "2026-13-01T00:00:00Z", "2026-01-22T10:30:00.Z", "2026-01-22T10:30:00"] {
+        for bad in [
+            "",
+            "yesterday",
+            "2026-13-01T00:00:00Z",
+            "2026-01-22T10:30:00.Z",
+            "2026-01-22T10:30:00",
+        ] {
             assert_eq!(parse_rfc3339_millis(bad), None, "{bad}");
         }
     }

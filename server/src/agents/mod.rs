@@ -1,8 +1,11 @@
 //! Agents: what decides a run's reasoning, tool calls and answer. The model name picks one:
-//! `scenario:<name>` plays a scenario file. Agents talk to the engine only through
+//! `demo` is the built-in rule-based demo agent, `scenario:<name>` plays a scenario file. Agents talk to the engine only through
 //! [`RunContext`], which streams their output as events and runs their tool calls.
 
+mod demo;
 mod scenario;
+
+pub use demo::DEMO_MODEL;
 
 use std::{
     future::Future,
@@ -51,9 +54,14 @@ impl Agents {
     pub fn resolve(&self, model: &str) -> Result<Arc<dyn Agent>, Error> {
         if let Some(name) = model.strip_prefix("scenario:") {
             let Some(dir) = &self.scenarios_dir else {
-                return Err(Error::InvalidField("scenario models need the server started with --scenarios-dir".into()));
+                return Err(Error::InvalidField(
+                    "scenario models need the server started with --scenarios-dir".into(),
+                ));
             };
             return Ok(Arc::new(scenario::ScenarioAgent::load(dir, name)?));
+        }
+        if model == DEMO_MODEL {
+            return Ok(Arc::new(demo::DemoAgent));
         }
         Err(Error::InvalidField(format!("unknown model '{model}'")))
     }
@@ -79,8 +87,20 @@ pub struct RunContext {
 }
 
 impl RunContext {
-    pub fn new(run: Arc<Run>, tools: Arc<ToolRegistry>, history: Vec<Message>, user_message: Message) -> Self {
-        RunContext { run, tools, history, user_message, sequence: AtomicU32::new(0), open_text_segment: Mutex::new(None) }
+    pub fn new(
+        run: Arc<Run>,
+        tools: Arc<ToolRegistry>,
+        history: Vec<Message>,
+        user_message: Message,
+    ) -> Self {
+        RunContext {
+            run,
+            tools,
+            history,
+            user_message,
+            sequence: AtomicU32::new(0),
+            open_text_segment: Mutex::new(None),
+        }
     }
 
     /// Orders every segment of the message as it happened.
@@ -89,13 +109,19 @@ impl RunContext {
     }
 
     fn close_text_segment(&self) {
-        *self.open_text_segment.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
+        *self
+            .open_text_segment
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = None;
     }
 
     /// Runs one turn's tool calls concurrently through the engine.
     pub async fn run_tools(&self, calls: Vec<ToolCallRequest>) -> Vec<ToolOutcome> {
         self.close_text_segment();
-        tools::execute(&self.tools, &self.run, calls, || self.next_sequence_number()).await
+        tools::execute(&self.tools, &self.run, calls, || {
+            self.next_sequence_number()
+        })
+        .await
     }
 
     /// Streams reasoning parts (one segment, `summary_index` 0, 1, ...) in paced deltas.
@@ -105,7 +131,11 @@ impl RunContext {
         let sequence_number = self.next_sequence_number();
         for (index, part) in parts.iter().enumerate() {
             let summary_index = index as u32;
-            self.run.emit(EventKind::ReasoningPartStarted { segment_id: segment_id.clone(), summary_index, sequence_number });
+            self.run.emit(EventKind::ReasoningPartStarted {
+                segment_id: segment_id.clone(),
+                summary_index,
+                sequence_number,
+            });
             for delta in chunks(part, pacing.delta_chars) {
                 pause(pacing.interval).await;
                 self.run.emit(EventKind::ReasoningPartDelta {
@@ -114,7 +144,11 @@ impl RunContext {
                     text_delta: delta.to_owned(),
                 });
             }
-            self.run.emit(EventKind::ReasoningPartCompleted { segment_id: segment_id.clone(), summary_index, final_text: part.clone() });
+            self.run.emit(EventKind::ReasoningPartCompleted {
+                segment_id: segment_id.clone(),
+                summary_index,
+                final_text: part.clone(),
+            });
         }
     }
 
@@ -129,7 +163,10 @@ impl RunContext {
     /// Emits one text delta as it is (a provider's delta, say).
     pub fn emit_text(&self, delta: &str) {
         let (segment_id, sequence_number) = {
-            let mut open = self.open_text_segment.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut open = self
+                .open_text_segment
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             match open.as_ref() {
                 Some(id) => (id.clone(), None),
                 None => {
@@ -141,7 +178,11 @@ impl RunContext {
         };
         let mut first = sequence_number;
         for piece in chunks(delta, MAX_DELTA_CHARS) {
-            self.run.emit(EventKind::TextDelta { segment_id: segment_id.clone(), sequence_number: first.take(), delta: piece.to_owned() });
+            self.run.emit(EventKind::TextDelta {
+                segment_id: segment_id.clone(),
+                sequence_number: first.take(),
+                delta: piece.to_owned(),
+            });
         }
     }
 
@@ -164,7 +205,10 @@ pub fn chunks(text: &str, size: usize) -> Vec<&str> {
     let mut pieces = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
-        let cut = rest.char_indices().nth(size).map_or(rest.len(), |(index, _)| index);
+        let cut = rest
+            .char_indices()
+            .nth(size)
+            .map_or(rest.len(), |(index, _)| index);
         pieces.push(&rest[..cut]);
         rest = &rest[cut..];
     }

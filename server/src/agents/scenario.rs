@@ -65,14 +65,22 @@ pub struct ScenarioAgent {
 impl ScenarioAgent {
     /// Reads `<dir>/<name>.json`. Names are letters, digits, `-` and `_` only, so no path escapes.
     pub fn load(dir: &Path, name: &str) -> Result<Self, Error> {
-        let valid = !name.is_empty() && name.len() <= 100 && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        let valid = !name.is_empty()
+            && name.len() <= 100
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
         if !valid {
-            return Err(Error::InvalidField(format!("'{name}' is not a valid scenario name")));
+            return Err(Error::InvalidField(format!(
+                "'{name}' is not a valid scenario name"
+            )));
         }
         let path = dir.join(format!("{name}.json"));
-        let text = std::fs::read_to_string(&path).map_err(|_| Error::InvalidField(format!("unknown model 'scenario:{name}'")))?;
-        let scenario = serde_json::from_str(&text)
-            .map_err(|error| Error::InvalidField(format!("scenario '{name}' is not valid: {error}")))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|_| Error::InvalidField(format!("unknown model 'scenario:{name}'")))?;
+        let scenario = serde_json::from_str(&text).map_err(|error| {
+            Error::InvalidField(format!("scenario '{name}' is not valid: {error}"))
+        })?;
         Ok(ScenarioAgent { scenario })
     }
 }
@@ -90,14 +98,20 @@ impl Agent for ScenarioAgent {
                     Step::ToolCalls(calls) => {
                         let requests = calls
                             .iter()
-                            .map(|call| ToolCallRequest { name: call.name.clone(), args: call.args.clone() })
+                            .map(|call| ToolCallRequest {
+                                name: call.name.clone(),
+                                args: call.args.clone(),
+                            })
                             .collect();
                         context.run_tools(requests).await;
                     }
                     Step::Text(text) => context.stream_text(text, pacing).await,
                     Step::PauseMs(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
                     Step::Error(error) => {
-                        return AgentOutcome::Failed { code: error.code.clone(), message: error.message.clone() }
+                        return AgentOutcome::Failed {
+                            code: error.code.clone(),
+                            message: error.message.clone(),
+                        }
                     }
                     Step::Usage(usage) => context.emit_usage(*usage),
                 }

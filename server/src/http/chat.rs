@@ -34,7 +34,10 @@ pub async fn start(
 }
 
 fn wants_json(headers: &HeaderMap) -> bool {
-    let accept = headers.get(header::ACCEPT).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let accept = headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
     accept.contains("application/json") && !accept.contains("text/event-stream")
 }
 
@@ -57,7 +60,9 @@ pub async fn events(
             .to_str()
             .ok()
             .and_then(|text| text.trim().parse::<u64>().ok())
-            .ok_or_else(|| Error::MalformedBody("Last-Event-ID must be an event's seq number".into()))?,
+            .ok_or_else(|| {
+                Error::MalformedBody("Last-Event-ID must be an event's seq number".into())
+            })?,
         None => query.after.unwrap_or(0),
     };
     if let Some(run) = state.engine.get(&run_id) {
@@ -66,7 +71,11 @@ pub async fn events(
         }
         return Ok(sse::response(sse::live(run, after)));
     }
-    let trace = state.store.trace_by_run(&user.0, &run_id).await?.ok_or(Error::NotFound("run"))?;
+    let trace = state
+        .store
+        .trace_by_run(&user.0, &run_id)
+        .await?
+        .ok_or(Error::NotFound("run"))?;
     let stored: Vec<(u64, Arc<str>)> = trace
         .events
         .iter()
@@ -93,9 +102,16 @@ pub async fn cancel(
     let request: CancelRequest = if body.iter().all(u8::is_ascii_whitespace) {
         CancelRequest::default()
     } else {
-        serde_json::from_slice(&body).map_err(|error| Error::MalformedBody(format!("Failed to parse the request body as JSON: {error}")))?
+        serde_json::from_slice(&body).map_err(|error| {
+            Error::MalformedBody(format!("Failed to parse the request body as JSON: {error}"))
+        })?
     };
-    let reason = request.reason.map(|reason| reason.chars().take(500).collect::<String>());
+    let reason = request
+        .reason
+        .map(|reason| reason.chars().take(500).collect::<String>());
     let run = state.engine.cancel(&user.0, &run_id, reason).await?;
-    Ok(Json(json!({ "run_id": run.run_id, "trace_id": run.trace_id, "status": "cancelled" })).into_response())
+    Ok(
+        Json(json!({ "run_id": run.run_id, "trace_id": run.trace_id, "status": "cancelled" }))
+            .into_response(),
+    )
 }

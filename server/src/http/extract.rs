@@ -25,7 +25,9 @@ where
                 JsonRejection::JsonDataError(_) => Error::InvalidField(rejection.body_text()),
                 JsonRejection::JsonSyntaxError(_) => Error::MalformedBody(rejection.body_text()),
                 JsonRejection::MissingJsonContentType(_) => Error::UnsupportedMediaType,
-                _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => Error::PayloadTooLarge(super::MAX_BODY_BYTES),
+                _ if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                    Error::PayloadTooLarge(super::MAX_BODY_BYTES)
+                }
                 _ => Error::MalformedBody(rejection.body_text()),
             }),
         }

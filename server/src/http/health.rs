@@ -7,7 +7,11 @@ use super::AppState;
 
 pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let database = state.store.ping().await;
-    let status = if database { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    let status = if database {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
     (
         status,
         Json(json!({

@@ -35,7 +35,10 @@ pub struct AppState {
 
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
-    let source: SharedSource = Arc::new(PageSource { store: state.store.clone(), owner_id: CurrentUser::local().0 });
+    let source: SharedSource = Arc::new(PageSource {
+        store: state.store.clone(),
+        owner_id: CurrentUser::local().0,
+    });
     let context = move || provide_context(source.clone());
     let options = state.leptos_options.clone();
     let api = Router::new()
@@ -52,7 +55,10 @@ pub fn router(state: AppState) -> Router {
         let options = options.clone();
         move || app::shell(options.clone())
     })
-    .fallback(leptos_axum::file_and_error_handler_with_context::<AppState, _>(context, app::shell))
+    .fallback(leptos_axum::file_and_error_handler_with_context::<
+        AppState,
+        _,
+    >(context, app::shell))
     .with_state(state)
 }
 
@@ -65,19 +71,25 @@ struct PageSource {
 impl ConversationSource for PageSource {
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>> {
         Box::pin(async move {
-            self.store.list_conversations(&self.owner_id).await.map_err(|error| {
-                tracing::error!(%error, "listing conversations for a page");
-                error.public_message()
-            })
+            self.store
+                .list_conversations(&self.owner_id)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "listing conversations for a page");
+                    error.public_message()
+                })
         })
     }
 
     fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>> {
         Box::pin(async move {
-            self.store.get_conversation(&self.owner_id, &id).await.map_err(|error| {
-                tracing::error!(%error, "reading a conversation for a page");
-                error.public_message()
-            })
+            self.store
+                .get_conversation(&self.owner_id, &id)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "reading a conversation for a page");
+                    error.public_message()
+                })
         })
     }
 }

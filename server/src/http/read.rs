@@ -13,16 +13,37 @@ use crate::{
     store::Trace,
 };
 
-pub async fn trace(State(state): State<AppState>, user: CurrentUser, Path(trace_id): Path<String>) -> Result<Json<Trace>> {
-    state.store.get_trace(&user.0, &trace_id).await?.map(Json).ok_or(Error::NotFound("trace"))
+pub async fn trace(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(trace_id): Path<String>,
+) -> Result<Json<Trace>> {
+    state
+        .store
+        .get_trace(&user.0, &trace_id)
+        .await?
+        .map(Json)
+        .ok_or(Error::NotFound("trace"))
 }
 
-pub async fn conversations(State(state): State<AppState>, user: CurrentUser) -> Result<Json<Vec<ConversationSummary>>> {
+pub async fn conversations(
+    State(state): State<AppState>,
+    user: CurrentUser,
+) -> Result<Json<Vec<ConversationSummary>>> {
     Ok(Json(state.store.list_conversations(&user.0).await?))
 }
 
-pub async fn conversation(State(state): State<AppState>, user: CurrentUser, Path(id): Path<String>) -> Result<Json<Conversation>> {
-    state.store.get_conversation(&user.0, &id).await?.map(Json).ok_or(Error::NotFound("conversation"))
+pub async fn conversation(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Json<Conversation>> {
+    state
+        .store
+        .get_conversation(&user.0, &id)
+        .await?
+        .map(Json)
+        .ok_or(Error::NotFound("conversation"))
 }
 
 /// Anything else under `/api/` is a JSON 404, not a page.

@@ -56,7 +56,13 @@ pub struct Engine {
 }
 
 impl Engine {
-    pub fn new(store: Store, agents: Agents, tools: ToolRegistry, default_model: String, run_timeout: Duration) -> Arc<Self> {
+    pub fn new(
+        store: Store,
+        agents: Agents,
+        tools: ToolRegistry,
+        default_model: String,
+        run_timeout: Duration,
+    ) -> Arc<Self> {
         Arc::new(Engine {
             store,
             agents,
@@ -69,7 +75,9 @@ impl Engine {
     }
 
     fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
-        self.runs.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.runs
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// A run still in memory (going, or finished within the grace period).
@@ -78,20 +86,38 @@ impl Engine {
     }
 
     /// Validates the request, stores the user's message and starts the run in its own task.
-    pub async fn start(self: &Arc<Self>, owner_id: &str, request: ChatRequest) -> Result<(Arc<Run>, StartedChat)> {
+    pub async fn start(
+        self: &Arc<Self>,
+        owner_id: &str,
+        request: ChatRequest,
+    ) -> Result<(Arc<Run>, StartedChat)> {
         let content = request.content.trim();
         if content.is_empty() {
             return Err(Error::InvalidField("`content` must not be empty".into()));
         }
         if content.chars().count() > MAX_CONTENT_CHARS {
-            return Err(Error::InvalidField(format!("`content` is longer than {MAX_CONTENT_CHARS} characters")));
+            return Err(Error::InvalidField(format!(
+                "`content` is longer than {MAX_CONTENT_CHARS} characters"
+            )));
         }
-        if request.model.as_deref().is_some_and(|model| model.trim().is_empty()) {
-            return Err(Error::InvalidField("`model` must not be empty when given".into()));
+        if request
+            .model
+            .as_deref()
+            .is_some_and(|model| model.trim().is_empty())
+        {
+            return Err(Error::InvalidField(
+                "`model` must not be empty when given".into(),
+            ));
         }
         if let Some(id) = &request.conversation_id {
-            if self.runs().values().any(|run| run.conversation_id == *id && !run.is_closed()) {
-                return Err(Error::Conflict("a run is already going in this conversation; stop it first".into()));
+            if self
+                .runs()
+                .values()
+                .any(|run| run.conversation_id == *id && !run.is_closed())
+            {
+                return Err(Error::Conflict(
+                    "a run is already going in this conversation; stop it first".into(),
+                ));
             }
         }
         // Resolve the agent before anything is stored, so an unknown model leaves no trace.
@@ -139,9 +165,15 @@ impl Engine {
         // A conversation's stored model may have become unknown (a removed scenario): the run
         // still starts, and ends at once with a clear error.
         let agent = self.agents.resolve(&started.model);
-        let context = RunContext::new(run.clone(), self.tools.clone(), started.history, started.user_message);
+        let context = RunContext::new(
+            run.clone(),
+            self.tools.clone(),
+            started.history,
+            started.user_message,
+        );
         let engine = self.clone();
-        self.tasks.spawn(async move { engine.drive(context, agent).await });
+        self.tasks
+            .spawn(async move { engine.drive(context, agent).await });
 
         let reply = StartedChat {
             events_url: format!("/api/runs/{run_id}/events"),
@@ -159,10 +191,17 @@ impl Engine {
     async fn drive(self: Arc<Self>, context: RunContext, agent: Result<Arc<dyn Agent>>) {
         let run = context.run.clone();
         let checkpoint_stop = tokio_util::sync::CancellationToken::new();
-        let checkpointer = tokio::spawn(checkpoint_loop(self.store.clone(), run.clone(), checkpoint_stop.clone()));
+        let checkpointer = tokio::spawn(checkpoint_loop(
+            self.store.clone(),
+            run.clone(),
+            checkpoint_stop.clone(),
+        ));
 
         let ending = match agent {
-            Err(error) => RunEnding::Failed { code: "unknown_model".into(), error: error.public_message() },
+            Err(error) => RunEnding::Failed {
+                code: "unknown_model".into(),
+                error: error.public_message(),
+            },
             Ok(agent) => {
                 let outcome = tokio::select! {
                     outcome = agent.run(&context) => Some(outcome),
@@ -175,10 +214,16 @@ impl Engine {
                 // The agent's future is dropped here: its model request and tool calls with it.
                 match outcome {
                     Some(AgentOutcome::Completed) => RunEnding::Completed,
-                    Some(AgentOutcome::Failed { code, message }) => RunEnding::Failed { code, error: message },
+                    Some(AgentOutcome::Failed { code, message }) => RunEnding::Failed {
+                        code,
+                        error: message,
+                    },
                     None if run.overflowed() => RunEnding::Failed {
                         code: "run_too_large".into(),
-                        error: format!("The run produced more than {} MiB of events and was stopped.", super::MAX_RUN_LOG_BYTES >> 20),
+                        error: format!(
+                            "The run produced more than {} MiB of events and was stopped.",
+                            super::MAX_RUN_LOG_BYTES >> 20
+                        ),
                     },
                     None => {
                         let (by, reason) = run
@@ -236,13 +281,21 @@ impl Engine {
     }
 
     /// Stops a run: `message_cancelled` reaches subscribers before this returns.
-    pub async fn cancel(&self, owner_id: &str, run_id: &str, reason: Option<String>) -> Result<Arc<Run>> {
+    pub async fn cancel(
+        &self,
+        owner_id: &str,
+        run_id: &str,
+        reason: Option<String>,
+    ) -> Result<Arc<Run>> {
         let run = match self.get(run_id) {
             Some(run) if run.owner_id == owner_id => run,
             Some(_) => return Err(Error::NotFound("run")),
             None => {
                 return match self.store.trace_by_run(owner_id, run_id).await? {
-                    Some(trace) => Err(Error::Conflict(format!("the run has already ended ({})", trace.status))),
+                    Some(trace) => Err(Error::Conflict(format!(
+                        "the run has already ended ({})",
+                        trace.status
+                    ))),
                     None => Err(Error::NotFound("run")),
                 }
             }
@@ -251,8 +304,15 @@ impl Engine {
         if published.borrow().finished || run.is_closed() {
             return Err(Error::Conflict("the run has already ended".into()));
         }
-        run.request_cancel(CancelledBy::User, reason.unwrap_or_else(|| "Stopped by the user.".to_owned()));
-        let ended = tokio::time::timeout(Duration::from_secs(10), published.wait_for(|state| state.finished)).await;
+        run.request_cancel(
+            CancelledBy::User,
+            reason.unwrap_or_else(|| "Stopped by the user.".to_owned()),
+        );
+        let ended = tokio::time::timeout(
+            Duration::from_secs(10),
+            published.wait_for(|state| state.finished),
+        )
+        .await;
         if ended.is_err() {
             tracing::warn!(%run_id, "run did not end within 10 s of its cancellation");
         }
@@ -261,13 +321,25 @@ impl Engine {
 
     /// Cancels every run (`cancelled_by: shutdown`) and waits for their traces to close.
     pub async fn shutdown(&self) {
-        let running: Vec<Arc<Run>> = self.runs().values().filter(|run| !run.is_closed()).cloned().collect();
+        let running: Vec<Arc<Run>> = self
+            .runs()
+            .values()
+            .filter(|run| !run.is_closed())
+            .cloned()
+            .collect();
         for run in &running {
-            run.request_cancel(CancelledBy::Shutdown, "The server is shutting down.".to_owned());
+            run.request_cancel(
+                CancelledBy::Shutdown,
+                "The server is shutting down.".to_owned(),
+            );
         }
         for run in running {
             let mut published = run.subscribe();
-            let _ = tokio::time::timeout(Duration::from_secs(10), published.wait_for(|state| state.finished)).await;
+            let _ = tokio::time::timeout(
+                Duration::from_secs(10),
+                published.wait_for(|state| state.finished),
+            )
+            .await;
         }
         self.tasks.close();
     }
@@ -298,7 +370,9 @@ async fn checkpoint_loop(store: Store, run: Arc<Run>, stop: tokio_util::sync::Ca
         let batch = run.events_between(saved, up_to, usize::MAX);
         match store.append_events(&run.trace_id, &batch).await {
             Ok(()) => saved = batch.last().map_or(saved, |(seq, _)| *seq),
-            Err(error) => tracing::warn!(run_id = %run.run_id, %error, "checkpoint failed; will retry"),
+            Err(error) => {
+                tracing::warn!(run_id = %run.run_id, %error, "checkpoint failed; will retry")
+            }
         }
     }
 }

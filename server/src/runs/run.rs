@@ -6,7 +6,9 @@ use std::{
     time::Instant,
 };
 
-use app::protocol::{CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus};
+use app::protocol::{
+    CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus,
+};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -93,7 +95,9 @@ impl Run {
     fn log(&self) -> MutexGuard<'_, Log> {
         // A panic while holding the lock cannot leave the log half-written (every mutation is a
         // push after validation), so a poisoned lock is still safe to use.
-        self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        self.log
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// Sanitizes, stamps (`seq`, `ts`), logs and publishes one event. Returns its seq, or `None`
@@ -105,7 +109,8 @@ impl Run {
             let seq = self.append(&mut log, kind)?;
             seq
         };
-        self.published.send_modify(|published| published.last_seq = seq);
+        self.published
+            .send_modify(|published| published.last_seq = seq);
         if is_tool_result {
             self.checkpoint_now.notify_one();
         }
@@ -118,7 +123,12 @@ impl Run {
         }
         sanitize_event(&mut kind);
         let seq = log.events.len() as u64 + 1;
-        let mut event = Event { seq, run_id: self.run_id.clone(), ts: super::now_rfc3339(), kind };
+        let mut event = Event {
+            seq,
+            run_id: self.run_id.clone(),
+            ts: super::now_rfc3339(),
+            kind,
+        };
         let mut json = serde_json::to_string(&event).ok()?;
         if json.len() > MAX_EVENT_BYTES && !event.kind.is_terminal() {
             shrink_to_cap(&mut event.kind, json.len());
@@ -157,7 +167,11 @@ impl Run {
                 let running: Vec<(String, u64)> = log
                     .tool_order
                     .iter()
-                    .filter_map(|id| log.running_tools.get(id).map(|since| (id.clone(), since.elapsed().as_millis() as u64)))
+                    .filter_map(|id| {
+                        log.running_tools
+                            .get(id)
+                            .map(|since| (id.clone(), since.elapsed().as_millis() as u64))
+                    })
                     .collect();
                 for (call_id, duration_ms) in running {
                     let reason = match ending {
@@ -173,42 +187,67 @@ impl Run {
                             output: None,
                             truncated: false,
                             full_length: None,
-                            error: Some(app::protocol::ToolError { kind: "cancelled".into(), message: reason }),
+                            error: Some(app::protocol::ToolError {
+                                kind: "cancelled".into(),
+                                message: reason,
+                            }),
                         },
                     );
                 }
             }
             let mut message = log.reducer.message().cloned().unwrap_or_else(|| {
-                Message::assistant(self.message_id.clone(), self.model.clone(), self.started_ts.clone())
+                Message::assistant(
+                    self.message_id.clone(),
+                    self.model.clone(),
+                    self.started_ts.clone(),
+                )
             });
             let kind = match ending {
                 RunEnding::Completed => {
                     message.status = MessageStatus::Complete;
-                    EventKind::MessageFinal { message, trace_id: self.trace_id.clone() }
+                    EventKind::MessageFinal {
+                        message,
+                        trace_id: self.trace_id.clone(),
+                    }
                 }
                 RunEnding::Cancelled { by, reason } => {
                     message.status = MessageStatus::Cancelled;
                     message.ended_reason = Some(reason.clone());
-                    EventKind::MessageCancelled { reason: reason.clone(), cancelled_by: *by, message }
+                    EventKind::MessageCancelled {
+                        reason: reason.clone(),
+                        cancelled_by: *by,
+                        message,
+                    }
                 }
                 RunEnding::Failed { code, error } => {
                     message.status = MessageStatus::Error;
                     message.ended_reason = Some(error.clone());
-                    EventKind::MessageError { code: code.clone(), error: error.clone(), message }
+                    EventKind::MessageError {
+                        code: code.clone(),
+                        error: error.clone(),
+                        message,
+                    }
                 }
             };
             self.append(&mut log, kind);
             log.closed = true;
         }
         log.reducer.message().cloned().unwrap_or_else(|| {
-            Message::assistant(self.message_id.clone(), self.model.clone(), self.started_ts.clone())
+            Message::assistant(
+                self.message_id.clone(),
+                self.model.clone(),
+                self.started_ts.clone(),
+            )
         })
     }
 
     /// Makes everything in the log visible, including the terminal event, and ends subscriptions.
     pub fn publish_end(&self) {
         let last_seq = self.log().events.len() as u64;
-        self.published.send_replace(Published { last_seq, finished: true });
+        self.published.send_replace(Published {
+            last_seq,
+            finished: true,
+        });
     }
 
     pub fn subscribe(&self) -> watch::Receiver<Published> {
@@ -256,14 +295,20 @@ impl Run {
     /// Asks the run to stop. The first request's reason wins.
     pub fn request_cancel(&self, by: CancelledBy, reason: String) {
         {
-            let mut request = self.cancel_request.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+            let mut request = self
+                .cancel_request
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
             request.get_or_insert((by, reason));
         }
         self.cancel.cancel();
     }
 
     pub fn cancel_request(&self) -> Option<(CancelledBy, String)> {
-        self.cancel_request.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
+        self.cancel_request
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
     }
 
     /// The message as the events so far build it.
@@ -277,7 +322,11 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
     let note = |what: &str| serde_json::json!({ "_truncated": format!("{what} were {size} bytes of JSON, over the {MAX_EVENT_BYTES}-byte event limit") });
     match kind {
         EventKind::ToolCallStarted { args, .. } => *args = note("the arguments"),
-        EventKind::ToolCallUpdate { progress, output_delta, .. } => {
+        EventKind::ToolCallUpdate {
+            progress,
+            output_delta,
+            ..
+        } => {
             *progress = progress.as_ref().map(|_| note("the progress values"));
             if let Some(delta) = output_delta {
                 if let Some(cut) = crate::sanitize::shorten(delta, MAX_EVENT_BYTES / 8) {
@@ -285,7 +334,12 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
                 }
             }
         }
-        EventKind::ToolResult { output, truncated, full_length, .. } => {
+        EventKind::ToolResult {
+            output,
+            truncated,
+            full_length,
+            ..
+        } => {
             if let Some(text) = output {
                 let total = text.chars().count() as u64;
                 if let Some(cut) = crate::sanitize::shorten(text, MAX_EVENT_BYTES / 8) {

@@ -28,7 +28,10 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
-        let pool = SqlitePoolOptions::new().max_connections(8).connect_with(options).await?;
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(options)
+            .await?;
         sqlx::migrate!("../migrations").run(&pool).await?;
         Ok(Store { pool })
     }
@@ -48,12 +51,13 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         let (conversation_id, model) = match &new.conversation_id {
             Some(id) => {
-                let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
-                    .bind(id)
-                    .bind(&new.owner_id)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .ok_or(Error::NotFound("conversation"))?;
+                let row =
+                    sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
+                        .bind(id)
+                        .bind(&new.owner_id)
+                        .fetch_optional(&mut *tx)
+                        .await?
+                        .ok_or(Error::NotFound("conversation"))?;
                 let stored: String = row.try_get("model")?;
                 let model = new.model.clone().unwrap_or(stored);
                 sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
@@ -66,7 +70,10 @@ impl Store {
             }
             None => {
                 let id = uuid::Uuid::new_v4().to_string();
-                let model = new.model.clone().unwrap_or_else(|| new.default_model.clone());
+                let model = new
+                    .model
+                    .clone()
+                    .unwrap_or_else(|| new.default_model.clone());
                 sqlx::query(
                     "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
                 )
@@ -82,15 +89,27 @@ impl Store {
             }
         };
 
-        let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
-            .bind(&conversation_id)
-            .fetch_all(&mut *tx)
-            .await?;
-        let history = rows.iter().map(|row| decode_message(row.try_get("body")?)).collect::<Result<Vec<_>>>()?;
+        let rows =
+            sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+                .bind(&conversation_id)
+                .fetch_all(&mut *tx)
+                .await?;
+        let history = rows
+            .iter()
+            .map(|row| decode_message(row.try_get("body")?))
+            .collect::<Result<Vec<_>>>()?;
         let position = history.len() as i64;
 
-        let user_message = Message::user(new.user_message_id.clone(), new.content.clone(), new.now.clone());
-        let assistant = Message::assistant(new.assistant_message_id.clone(), model.clone(), new.now.clone());
+        let user_message = Message::user(
+            new.user_message_id.clone(),
+            new.content.clone(),
+            new.now.clone(),
+        );
+        let assistant = Message::assistant(
+            new.assistant_message_id.clone(),
+            model.clone(),
+            new.now.clone(),
+        );
         for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
             insert_message(&mut tx, &conversation_id, position + offset as i64, message).await?;
         }
@@ -109,7 +128,12 @@ impl Store {
         .execute(&mut *tx)
         .await?;
         tx.commit().await?;
-        Ok(StartedRun { conversation_id, model, history, user_message })
+        Ok(StartedRun {
+            conversation_id,
+            model,
+            history,
+            user_message,
+        })
     }
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
@@ -120,9 +144,13 @@ impl Store {
         let mut tx = self.pool.begin().await?;
         // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
         for chunk in events.chunks(300) {
-            let mut builder = sqlx::QueryBuilder::new("INSERT OR IGNORE INTO trace_events (trace_id, seq, event) ");
+            let mut builder = sqlx::QueryBuilder::new(
+                "INSERT OR IGNORE INTO trace_events (trace_id, seq, event) ",
+            );
             builder.push_values(chunk, |mut row, (seq, json)| {
-                row.push_bind(trace_id).push_bind(*seq as i64).push_bind(json.as_ref());
+                row.push_bind(trace_id)
+                    .push_bind(*seq as i64)
+                    .push_bind(json.as_ref());
             });
             builder.build().execute(&mut *tx).await?;
         }
@@ -170,9 +198,11 @@ impl Store {
     /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
     /// checkpointed events, and shows that on their messages. Returns how many there were.
     pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
-        let rows = sqlx::query("SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows = sqlx::query(
+            "SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
+        )
+        .fetch_all(&self.pool)
+        .await?;
         for row in &rows {
             let trace_id: String = row.try_get("trace_id")?;
             let message_id: String = row.try_get("message_id")?;
@@ -196,8 +226,12 @@ impl Store {
                 .map(|event| serde_json::to_string(event).map(Arc::from))
                 .collect::<Result<_, _>>()
                 .map_err(|error| Error::Internal(error.to_string()))?;
-            let duration = match (app::protocol::parse_rfc3339_millis(&started_at), events.last()) {
-                (Some(start), Some(last)) => app::protocol::parse_rfc3339_millis(&last.ts).map(|end| (end - start).max(0) as u64),
+            let duration = match (
+                app::protocol::parse_rfc3339_millis(&started_at),
+                events.last(),
+            ) {
+                (Some(start), Some(last)) => app::protocol::parse_rfc3339_millis(&last.ts)
+                    .map(|end| (end - start).max(0) as u64),
                 _ => None,
             };
             self.finish_run(FinishedTrace {
@@ -223,7 +257,8 @@ impl Store {
         rows.iter()
             .map(|row| {
                 let json: String = row.try_get("event")?;
-                serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored event: {error}")))
+                serde_json::from_str(&json)
+                    .map_err(|error| Error::Internal(format!("stored event: {error}")))
             })
             .collect()
     }
@@ -251,11 +286,15 @@ impl Store {
             return Ok(None);
         };
         let summary = summary_from_row(&row)?;
-        let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
-            .bind(id)
-            .fetch_all(&self.pool)
-            .await?;
-        let messages = rows.iter().map(|row| decode_message(row.try_get("body")?)).collect::<Result<_>>()?;
+        let rows =
+            sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+                .bind(id)
+                .fetch_all(&self.pool)
+                .await?;
+        let messages = rows
+            .iter()
+            .map(|row| decode_message(row.try_get("body")?))
+            .collect::<Result<_>>()?;
         Ok(Some(Conversation { summary, messages }))
     }
 
@@ -267,18 +306,29 @@ impl Store {
         self.trace_where("t.run_id = ?", owner_id, run_id).await
     }
 
-    async fn trace_where(&self, condition: &str, owner_id: &str, key: &str) -> Result<Option<Trace>> {
+    async fn trace_where(
+        &self,
+        condition: &str,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<Trace>> {
         let sql = format!(
             "SELECT t.* FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
              WHERE {condition} AND c.owner_id = ?"
         );
-        let Some(row) = sqlx::query(&sql).bind(key).bind(owner_id).fetch_optional(&self.pool).await? else {
+        let Some(row) = sqlx::query(&sql)
+            .bind(key)
+            .bind(owner_id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
             return Ok(None);
         };
         let trace_id: String = row.try_get("trace_id")?;
         let events: Option<String> = row.try_get("events")?;
         let events = match events {
-            Some(json) => serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored events: {error}")))?,
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
             None => self.checkpointed_events(&trace_id).await?,
         };
         Ok(Some(Trace {
@@ -332,7 +382,10 @@ async fn insert_message(
     Ok(())
 }
 
-async fn update_message(tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>, message: &Message) -> Result<()> {
+async fn update_message(
+    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    message: &Message,
+) -> Result<()> {
     sqlx::query("UPDATE messages SET status = ?, body = ? WHERE id = ?")
         .bind(message.status.as_str())
         .bind(encode_message(message)?)

@@ -35,7 +35,9 @@ impl Tool for GrepSearch {
     }
 
     fn display(&self, args: &Value) -> Option<String> {
-        args.get("query").and_then(Value::as_str).map(|query| format!("Searching for '{query}'…"))
+        args.get("query")
+            .and_then(Value::as_str)
+            .map(|query| format!("Searching for '{query}'…"))
     }
 
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
@@ -44,28 +46,45 @@ impl Tool for GrepSearch {
             if query.is_empty() {
                 return Err(tool_error("invalid_arguments", "`query` must not be empty"));
             }
-            let is_regexp = args.get("is_regexp").and_then(Value::as_bool).unwrap_or(false);
-            let pattern = if is_regexp { query.clone() } else { regex::escape(&query) };
+            let is_regexp = args
+                .get("is_regexp")
+                .and_then(Value::as_bool)
+                .unwrap_or(false);
+            let pattern = if is_regexp {
+                query.clone()
+            } else {
+                regex::escape(&query)
+            };
             let matcher = RegexBuilder::new(&pattern)
                 .case_insensitive(true)
                 .size_limit(1 << 20)
                 .build()
-                .map_err(|error| tool_error("invalid_arguments", format!("Not a valid regular expression: {error}")))?;
+                .map_err(|error| {
+                    tool_error(
+                        "invalid_arguments",
+                        format!("Not a valid regular expression: {error}"),
+                    )
+                })?;
             let include = match args.get("include").and_then(Value::as_str) {
                 Some(glob) if !glob.trim().is_empty() => Some(glob_to_regex(glob.trim())?),
                 _ => None,
             };
             // Walking the tree is blocking I/O: it runs on the blocking pool and checks the
             // cancellation token between files.
-            let summary = tokio::task::spawn_blocking(move || search(&context, &matcher, include.as_ref()))
-                .await
-                .map_err(|error| tool_error("panic", error.to_string()))??;
+            let summary =
+                tokio::task::spawn_blocking(move || search(&context, &matcher, include.as_ref()))
+                    .await
+                    .map_err(|error| tool_error("panic", error.to_string()))??;
             Ok(summary)
         })
     }
 }
 
-fn search(context: &ToolContext, matcher: &Regex, include: Option<&Regex>) -> Result<String, app::protocol::ToolError> {
+fn search(
+    context: &ToolContext,
+    matcher: &Regex,
+    include: Option<&Regex>,
+) -> Result<String, app::protocol::ToolError> {
     let workspace = &context.workspace;
     let mut matches = Vec::new();
     let mut files_with_matches = 0;
@@ -74,14 +93,18 @@ fn search(context: &ToolContext, matcher: &Regex, include: Option<&Regex>) -> Re
         if context.cancel.is_cancelled() {
             return Err(tool_error("cancelled", "The search was cancelled."));
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         let mut entries: Vec<_> = entries.flatten().collect();
         entries.sort_by_key(|entry| entry.file_name());
         // Directories are pushed in reverse so the walk visits them in name order.
         let mut subdirs = Vec::new();
         for entry in entries {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = entry.file_type() else { continue };
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
             let path = entry.path();
             if kind.is_dir() {
                 if !super::workspace::is_skipped_dir(&name) {
@@ -95,7 +118,9 @@ fn search(context: &ToolContext, matcher: &Regex, include: Option<&Regex>) -> Re
             let mut found_here = false;
             for (line_number, line) in matching_lines(&path, matcher) {
                 let text = workspace.display(&path);
-                let line = crate::sanitize::shorten(line.trim_end(), MAX_LINE_CHARS).map(|cut| format!("{cut}…")).unwrap_or_else(|| line.trim_end().to_owned());
+                let line = crate::sanitize::shorten(line.trim_end(), MAX_LINE_CHARS)
+                    .map(|cut| format!("{cut}…"))
+                    .unwrap_or_else(|| line.trim_end().to_owned());
                 let entry = format!("{text}:{line_number}: {}\n", line.trim_start());
                 context.output.write(&entry);
                 matches.push(entry);
@@ -111,18 +136,28 @@ fn search(context: &ToolContext, matcher: &Regex, include: Option<&Regex>) -> Re
     }
     let header = match matches.len() {
         0 => "No matches.".to_owned(),
-        n if n >= MAX_MATCHES => format!("Found {n}+ matches in {files_with_matches} files (stopped at {MAX_MATCHES})."),
-        n => format!("Found {n} match{} in {files_with_matches} file{}.", if n == 1 { "" } else { "es" }, if files_with_matches == 1 { "" } else { "s" }),
+        n if n >= MAX_MATCHES => {
+            format!("Found {n}+ matches in {files_with_matches} files (stopped at {MAX_MATCHES}).")
+        }
+        n => format!(
+            "Found {n} match{} in {files_with_matches} file{}.",
+            if n == 1 { "" } else { "es" },
+            if files_with_matches == 1 { "" } else { "s" }
+        ),
     };
     Ok(format!("{header}\n{}", matches.concat()))
 }
 
 fn matching_lines(path: &Path, matcher: &Regex) -> Vec<(usize, String)> {
-    let Ok(metadata) = std::fs::metadata(path) else { return Vec::new() };
+    let Ok(metadata) = std::fs::metadata(path) else {
+        return Vec::new();
+    };
     if metadata.len() > MAX_FILE_BYTES {
         return Vec::new();
     }
-    let Ok(bytes) = std::fs::read(path) else { return Vec::new() };
+    let Ok(bytes) = std::fs::read(path) else {
+        return Vec::new();
+    };
     if bytes.iter().take(8000).any(|byte| *byte == 0) {
         return Vec::new(); // binary
     }
@@ -162,7 +197,12 @@ fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
         }
     }
     pattern.push('$');
-    Regex::new(&pattern).map_err(|error| tool_error("invalid_arguments", format!("Not a valid `include` glob: {error}")))
+    Regex::new(&pattern).map_err(|error| {
+        tool_error(
+            "invalid_arguments",
+            format!("Not a valid `include` glob: {error}"),
+        )
+    })
 }
 
 #[cfg(test)]

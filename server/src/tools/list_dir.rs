@@ -26,17 +26,25 @@ impl Tool for ListDir {
     }
 
     fn display(&self, args: &Value) -> Option<String> {
-        args.get("path").and_then(Value::as_str).map(|path| format!("Listing {path}"))
+        args.get("path")
+            .and_then(Value::as_str)
+            .map(|path| format!("Listing {path}"))
     }
 
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
         Box::pin(async move {
             let requested = string_arg(&args, "path")?;
             let path = context.workspace.resolve(requested)?;
-            let mut reader = tokio::fs::read_dir(&path).await.map_err(|error| tool_error("io", format!("Cannot list '{requested}': {error}")))?;
+            let mut reader = tokio::fs::read_dir(&path)
+                .await
+                .map_err(|error| tool_error("io", format!("Cannot list '{requested}': {error}")))?;
             let mut folders = Vec::new();
             let mut files = Vec::new();
-            while let Some(entry) = reader.next_entry().await.map_err(|error| tool_error("io", error.to_string()))? {
+            while let Some(entry) = reader
+                .next_entry()
+                .await
+                .map_err(|error| tool_error("io", error.to_string()))?
+            {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 match entry.file_type().await {
                     Ok(kind) if kind.is_dir() => folders.push(format!("{name}/")),
@@ -46,11 +54,16 @@ impl Tool for ListDir {
             folders.sort();
             files.sort();
             let total = folders.len() + files.len();
-            let mut lines: Vec<String> = folders.into_iter().chain(files).take(MAX_ENTRIES).collect();
+            let mut lines: Vec<String> =
+                folders.into_iter().chain(files).take(MAX_ENTRIES).collect();
             if total > MAX_ENTRIES {
                 lines.push(format!("… and {} more", total - MAX_ENTRIES));
             }
-            Ok(format!("{} ({total} entries)\n{}", context.workspace.display(&path), lines.join("\n")))
+            Ok(format!(
+                "{} ({total} entries)\n{}",
+                context.workspace.display(&path),
+                lines.join("\n")
+            ))
         })
     }
 }

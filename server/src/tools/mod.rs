@@ -80,12 +80,19 @@ impl OutputSink {
     }
 
     pub fn progress(&self, progress: Value) {
-        self.run.emit(EventKind::ToolCallUpdate { call_id: self.call_id.clone(), output_delta: None, progress: Some(progress) });
+        self.run.emit(EventKind::ToolCallUpdate {
+            call_id: self.call_id.clone(),
+            output_delta: None,
+            progress: Some(progress),
+        });
     }
 }
 
 pub fn tool_error(kind: &str, message: impl Into<String>) -> ToolError {
-    ToolError { kind: kind.to_owned(), message: message.into() }
+    ToolError {
+        kind: kind.to_owned(),
+        message: message.into(),
+    }
 }
 
 /// Reads a required string argument.
@@ -99,10 +106,12 @@ pub fn string_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError>
 pub fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> {
     match args.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => value
-            .as_u64()
-            .map(Some)
-            .ok_or_else(|| tool_error("invalid_arguments", format!("`{name}` must be a non-negative integer"))),
+        Some(value) => value.as_u64().map(Some).ok_or_else(|| {
+            tool_error(
+                "invalid_arguments",
+                format!("`{name}` must be a non-negative integer"),
+            )
+        }),
     }
 }
 
@@ -115,8 +124,11 @@ pub struct ToolRegistry {
 
 impl ToolRegistry {
     pub fn new(workspace: Workspace, timeout: Duration, enable_test_tools: bool) -> Self {
-        let mut tools: Vec<Arc<dyn Tool>> =
-            vec![Arc::new(grep_search::GrepSearch), Arc::new(read_file::ReadFile), Arc::new(list_dir::ListDir)];
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(grep_search::GrepSearch),
+            Arc::new(read_file::ReadFile),
+            Arc::new(list_dir::ListDir),
+        ];
         if enable_test_tools {
             tools.push(Arc::new(test_tools::Sleep));
             tools.push(Arc::new(test_tools::Fail));
@@ -180,7 +192,11 @@ pub async fn execute(
         });
         let context = ToolContext {
             cancel: run.cancellation().child_token(),
-            output: OutputSink { run: run.clone(), call_id: call_id.clone(), streamed_chars: Arc::default() },
+            output: OutputSink {
+                run: run.clone(),
+                call_id: call_id.clone(),
+                streamed_chars: Arc::default(),
+            },
             workspace: registry.workspace.clone(),
         };
         let run = run.clone();
@@ -188,15 +204,25 @@ pub async fn execute(
         running.spawn(async move {
             let started = Instant::now();
             let result = match tool {
-                None => Err(tool_error("unknown_tool", format!("There is no tool named `{}`.", call.name))),
+                None => Err(tool_error(
+                    "unknown_tool",
+                    format!("There is no tool named `{}`.", call.name),
+                )),
                 Some(tool) => {
-                    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone())).catch_unwind();
+                    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone()))
+                        .catch_unwind();
                     match tokio::time::timeout(timeout, future).await {
                         Ok(Ok(result)) => result,
-                        Ok(Err(panic)) => Err(tool_error("panic", format!("The tool crashed: {}", panic_message(&panic)))),
+                        Ok(Err(panic)) => Err(tool_error(
+                            "panic",
+                            format!("The tool crashed: {}", panic_message(&panic)),
+                        )),
                         Err(_) => {
                             context.cancel.cancel();
-                            Err(tool_error("timeout", format!("The tool did not finish within {} s.", timeout.as_secs())))
+                            Err(tool_error(
+                                "timeout",
+                                format!("The tool did not finish within {} s.", timeout.as_secs()),
+                            ))
                         }
                     }
                 }
@@ -214,7 +240,15 @@ pub async fn execute(
                 full_length: None,
                 error,
             });
-            (index, ToolOutcome { call_id, name: call.name, args: call.args, result })
+            (
+                index,
+                ToolOutcome {
+                    call_id,
+                    name: call.name,
+                    args: call.args,
+                    result,
+                },
+            )
         });
     }
     while let Some(joined) = running.join_next().await {

@@ -32,7 +32,10 @@ impl Tool for ReadFile {
 
     fn display(&self, args: &Value) -> Option<String> {
         let path = args.get("path").and_then(Value::as_str)?;
-        let range = match (args.get("start_line").and_then(Value::as_u64), args.get("end_line").and_then(Value::as_u64)) {
+        let range = match (
+            args.get("start_line").and_then(Value::as_u64),
+            args.get("end_line").and_then(Value::as_u64),
+        ) {
             (Some(start), Some(end)) => format!(" (lines {start}–{end})"),
             (Some(start), None) => format!(" (from line {start})"),
             _ => String::new(),
@@ -46,19 +49,38 @@ impl Tool for ReadFile {
             let start = optional_u64(&args, "start_line")?.unwrap_or(1).max(1);
             let end = optional_u64(&args, "end_line")?.unwrap_or(start + MAX_LINES - 1);
             if end < start {
-                return Err(tool_error("invalid_arguments", "`end_line` is before `start_line`"));
+                return Err(tool_error(
+                    "invalid_arguments",
+                    "`end_line` is before `start_line`",
+                ));
             }
             let path = context.workspace.resolve(requested)?;
-            let metadata = tokio::fs::metadata(&path).await.map_err(|error| tool_error("io", error.to_string()))?;
+            let metadata = tokio::fs::metadata(&path)
+                .await
+                .map_err(|error| tool_error("io", error.to_string()))?;
             if metadata.is_dir() {
-                return Err(tool_error("invalid_arguments", format!("'{requested}' is a directory; use list_dir.")));
+                return Err(tool_error(
+                    "invalid_arguments",
+                    format!("'{requested}' is a directory; use list_dir."),
+                ));
             }
             if metadata.len() > MAX_FILE_BYTES {
-                return Err(tool_error("too_large", format!("'{requested}' is {} bytes; the limit is {MAX_FILE_BYTES}.", metadata.len())));
+                return Err(tool_error(
+                    "too_large",
+                    format!(
+                        "'{requested}' is {} bytes; the limit is {MAX_FILE_BYTES}.",
+                        metadata.len()
+                    ),
+                ));
             }
-            let bytes = tokio::fs::read(&path).await.map_err(|error| tool_error("io", error.to_string()))?;
+            let bytes = tokio::fs::read(&path)
+                .await
+                .map_err(|error| tool_error("io", error.to_string()))?;
             if bytes.iter().take(8000).any(|byte| *byte == 0) {
-                return Err(tool_error("binary_file", format!("'{requested}' is not a text file.")));
+                return Err(tool_error(
+                    "binary_file",
+                    format!("'{requested}' is not a text file."),
+                ));
             }
             let text = String::from_utf8_lossy(&bytes);
             let total = text.lines().count() as u64;

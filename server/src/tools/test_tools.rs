@@ -33,7 +33,9 @@ impl Tool for Sleep {
     }
 
     fn display(&self, args: &Value) -> Option<String> {
-        args.get("seconds").and_then(Value::as_f64).map(|seconds| format!("Sleeping {seconds} s"))
+        args.get("seconds")
+            .and_then(Value::as_f64)
+            .map(|seconds| format!("Sleeping {seconds} s"))
     }
 
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
@@ -42,7 +44,12 @@ impl Tool for Sleep {
                 .get("seconds")
                 .and_then(Value::as_f64)
                 .filter(|seconds| (0.0..=600.0).contains(seconds))
-                .ok_or_else(|| tool_error("invalid_arguments", "`seconds` must be a number from 0 to 600"))?;
+                .ok_or_else(|| {
+                    tool_error(
+                        "invalid_arguments",
+                        "`seconds` must be a number from 0 to 600",
+                    )
+                })?;
             let duration = Duration::from_secs_f64(seconds);
             if args.get("subprocess").and_then(Value::as_bool) == Some(true) {
                 let mut child = tokio::process::Command::new("sleep")
@@ -104,7 +111,11 @@ impl Tool for Fail {
 
     fn call(&self, args: Value, _context: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let message = args.get("message").and_then(Value::as_str).unwrap_or("failed on purpose").to_owned();
+            let message = args
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("failed on purpose")
+                .to_owned();
             if args.get("panic").and_then(Value::as_bool) == Some(true) {
                 panic!("{message}");
             }

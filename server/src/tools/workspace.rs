@@ -14,7 +14,9 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn open(root: &Path) -> std::io::Result<Self> {
-        Ok(Workspace { root: root.canonicalize()? })
+        Ok(Workspace {
+            root: root.canonicalize()?,
+        })
     }
 
     pub fn root(&self) -> &Path {
@@ -24,15 +26,27 @@ impl Workspace {
     /// The real path of `requested` (relative to the root, or absolute), if it exists inside.
     pub fn resolve(&self, requested: &str) -> Result<PathBuf, ToolError> {
         let requested_path = Path::new(requested.trim());
-        let candidate = if requested_path.is_absolute() { requested_path.to_path_buf() } else { self.root.join(requested_path) };
-        let real = candidate.canonicalize().map_err(|error| match error.kind() {
-            std::io::ErrorKind::NotFound => tool_error("not_found", format!("'{requested}' does not exist in the workspace.")),
-            _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
-        })?;
+        let candidate = if requested_path.is_absolute() {
+            requested_path.to_path_buf()
+        } else {
+            self.root.join(requested_path)
+        };
+        let real = candidate
+            .canonicalize()
+            .map_err(|error| match error.kind() {
+                std::io::ErrorKind::NotFound => tool_error(
+                    "not_found",
+                    format!("'{requested}' does not exist in the workspace."),
+                ),
+                _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
+            })?;
         if real.starts_with(&self.root) {
             Ok(real)
         } else {
-            Err(tool_error("outside_workspace", format!("'{requested}' is outside the workspace; only files under it can be read.")))
+            Err(tool_error(
+                "outside_workspace",
+                format!("'{requested}' is outside the workspace; only files under it can be read."),
+            ))
         }
     }
 
@@ -50,7 +64,11 @@ impl Workspace {
 
 /// Folders that are never worth searching.
 pub fn is_skipped_dir(name: &str) -> bool {
-    name.starts_with('.') || matches!(name, "target" | "node_modules" | "__pycache__" | "dist" | "build")
+    name.starts_with('.')
+        || matches!(
+            name,
+            "target" | "node_modules" | "__pycache__" | "dist" | "build"
+        )
 }
 
 #[cfg(test)]
@@ -64,16 +82,29 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         std::fs::write(root.path().join("inside.txt"), "y").expect("write");
         #[cfg(unix)]
-        std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.path().join("link.txt")).expect("symlink");
+        std::os::unix::fs::symlink(
+            outside.path().join("secret.txt"),
+            root.path().join("link.txt"),
+        )
+        .expect("symlink");
         let workspace = Workspace::open(root.path()).expect("open");
 
         assert!(workspace.resolve("inside.txt").is_ok());
         assert!(workspace.resolve(".").is_ok());
         for escape in ["../", "/etc/passwd", "link.txt"] {
             let error = workspace.resolve(escape).expect_err(escape);
-            assert!(error.kind == "outside_workspace" || error.kind == "not_found", "{escape}: {error:?}");
+            assert!(
+                error.kind == "outside_workspace" || error.kind == "not_found",
+                "{escape}: {error:?}"
+            );
         }
-        assert_eq!(workspace.resolve("link.txt").map_err(|e| e.kind), Err("outside_workspace".to_owned()));
-        assert_eq!(workspace.resolve("missing").map_err(|e| e.kind), Err("not_found".to_owned()));
+        assert_eq!(
+            workspace.resolve("link.txt").map_err(|e| e.kind),
+            Err("outside_workspace".to_owned())
+        );
+        assert_eq!(
+            workspace.resolve("missing").map_err(|e| e.kind),
+            Err("not_found".to_owned())
+        );
     }
 }

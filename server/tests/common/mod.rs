@@ -24,8 +24,13 @@ pub fn test_dir() -> Arc<TempDir> {
     for sub in ["data", "scenarios", "workspace", "site/pkg"] {
         std::fs::create_dir_all(dir.path().join(sub)).expect("create test folders");
     }
-    std::fs::write(dir.path().join("site/pkg/glassbox.js"), "// test bundle").expect("write fake bundle");
-    std::fs::write(dir.path().join("workspace/notes.md"), "# Notes\nTODO: write the docs\nnothing here\n").expect("write workspace file");
+    std::fs::write(dir.path().join("site/pkg/glassbox.js"), "// test bundle")
+        .expect("write fake bundle");
+    std::fs::write(
+        dir.path().join("workspace/notes.md"),
+        "# Notes\nTODO: write the docs\nnothing here\n",
+    )
+    .expect("write workspace file");
     Arc::new(dir)
 }
 
@@ -48,8 +53,12 @@ impl TestServer {
 
     pub async fn start_in(dir: Arc<TempDir>) -> Self {
         let config = config_for(&dir);
-        let server = glassbox::build(&config, dir.path().join("site")).await.expect("build the server");
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let server = glassbox::build(&config, dir.path().join("site"))
+            .await
+            .expect("build the server");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("address"));
         let router = server.router;
         let task = tokio::spawn(async move {
@@ -57,7 +66,10 @@ impl TestServer {
         });
         TestServer {
             base,
-            client: reqwest::Client::builder().timeout(Duration::from_secs(60)).build().expect("client"),
+            client: reqwest::Client::builder()
+                .timeout(Duration::from_secs(60))
+                .build()
+                .expect("client"),
             dir,
             engine: server.engine,
             store: server.store,
@@ -101,7 +113,9 @@ impl TestServer {
     }
 
     pub async fn subscribe(&self, run_id: &str, last_event_id: Option<u64>) -> SseStream {
-        let mut request = self.client.get(self.url(&format!("/api/runs/{run_id}/events")));
+        let mut request = self
+            .client
+            .get(self.url(&format!("/api/runs/{run_id}/events")));
         if let Some(id) = last_event_id {
             request = request.header("last-event-id", id.to_string());
         }
@@ -117,7 +131,13 @@ impl TestServer {
     }
 
     pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
-        let response = self.client.post(self.url(path)).json(&body).send().await.expect("POST");
+        let response = self
+            .client
+            .post(self.url(path))
+            .json(&body)
+            .send()
+            .await
+            .expect("POST");
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
     }
@@ -130,7 +150,11 @@ impl TestServer {
 }
 
 pub fn write_scenario(dir: &TempDir, name: &str, scenario: Value) {
-    std::fs::write(dir.path().join(format!("scenarios/{name}.json")), scenario.to_string()).expect("write scenario");
+    std::fs::write(
+        dir.path().join(format!("scenarios/{name}.json")),
+        scenario.to_string(),
+    )
+    .expect("write scenario");
 }
 
 /// One SSE frame as the client saw it.
@@ -149,9 +173,21 @@ pub struct SseStream {
 
 impl SseStream {
     pub fn new(response: reqwest::Response) -> Self {
-        let content_type = response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
-        assert!(content_type.starts_with("text/event-stream"), "content type {content_type}");
-        SseStream { body: response.bytes_stream().boxed(), buffer: String::new(), comments: 0 }
+        let content_type = response
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        assert!(
+            content_type.starts_with("text/event-stream"),
+            "content type {content_type}"
+        );
+        SseStream {
+            body: response.bytes_stream().boxed(),
+            buffer: String::new(),
+            comments: 0,
+        }
     }
 
     /// The next frame, or `None` at the end of the stream.
@@ -159,7 +195,10 @@ impl SseStream {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let block: String = self.buffer.drain(..end + 2).collect();
-                let mut frame = Frame { id: None, data: String::new() };
+                let mut frame = Frame {
+                    id: None,
+                    data: String::new(),
+                };
                 let mut has_data = false;
                 for line in block.lines() {
                     if line.starts_with(':') {
@@ -189,15 +228,23 @@ impl SseStream {
     /// The next event, checking that the frame's id is its seq.
     pub async fn next_event(&mut self) -> Option<Event> {
         let frame = self.next_frame().await?;
-        let event: Event = serde_json::from_str(&frame.data).unwrap_or_else(|error| panic!("bad event {}: {error}", frame.data));
-        assert_eq!(frame.id.as_deref(), Some(event.seq.to_string().as_str()), "SSE id is the seq");
+        let event: Event = serde_json::from_str(&frame.data)
+            .unwrap_or_else(|error| panic!("bad event {}: {error}", frame.data));
+        assert_eq!(
+            frame.id.as_deref(),
+            Some(event.seq.to_string().as_str()),
+            "SSE id is the seq"
+        );
         Some(event)
     }
 
     /// Reads until the stream ends.
     pub async fn collect(mut self) -> Vec<Event> {
         let mut events = Vec::new();
-        while let Some(event) = tokio::time::timeout(Duration::from_secs(60), self.next_event()).await.expect("stream stalled") {
+        while let Some(event) = tokio::time::timeout(Duration::from_secs(60), self.next_event())
+            .await
+            .expect("stream stalled")
+        {
             events.push(event);
         }
         events
@@ -228,22 +275,45 @@ pub fn is_type(event: &Event, name: &str) -> bool {
 pub fn assert_invariants(events: &[Event]) {
     assert!(!events.is_empty(), "a run has events");
     for (index, event) in events.iter().enumerate() {
-        assert_eq!(event.seq, index as u64 + 1, "seq counts 1, 2, 3 ... with no gaps");
+        assert_eq!(
+            event.seq,
+            index as u64 + 1,
+            "seq counts 1, 2, 3 ... with no gaps"
+        );
         assert_eq!(event.run_id, events[0].run_id, "one run id");
-        assert!(app::protocol::parse_rfc3339_millis(&event.ts).is_some(), "ts is RFC 3339: {}", event.ts);
-        assert!(event.ts.len() == 24 && event.ts.ends_with('Z'), "ts has milliseconds: {}", event.ts);
+        assert!(
+            app::protocol::parse_rfc3339_millis(&event.ts).is_some(),
+            "ts is RFC 3339: {}",
+            event.ts
+        );
+        assert!(
+            event.ts.len() == 24 && event.ts.ends_with('Z'),
+            "ts has milliseconds: {}",
+            event.ts
+        );
     }
-    assert!(matches!(events[0].kind, EventKind::MessageStarted { .. }), "message_started comes first");
-    let terminals = events.iter().filter(|event| event.kind.is_terminal()).count();
+    assert!(
+        matches!(events[0].kind, EventKind::MessageStarted { .. }),
+        "message_started comes first"
+    );
+    let terminals = events
+        .iter()
+        .filter(|event| event.kind.is_terminal())
+        .count();
     assert_eq!(terminals, 1, "exactly one terminal event");
     let last = events.last().expect("non-empty");
     assert!(last.kind.is_terminal(), "the terminal event is last");
     let carried = match &last.kind {
-        EventKind::MessageFinal { message, .. } | EventKind::MessageCancelled { message, .. } | EventKind::MessageError { message, .. } => message,
+        EventKind::MessageFinal { message, .. }
+        | EventKind::MessageCancelled { message, .. }
+        | EventKind::MessageError { message, .. } => message,
         _ => unreachable!(),
     };
     let folded = app::protocol::fold(&events[..events.len() - 1]).expect("folds");
-    assert_eq!(folded.segments, carried.segments, "the terminal message is what the reducer builds from the events");
+    assert_eq!(
+        folded.segments, carried.segments,
+        "the terminal message is what the reducer builds from the events"
+    );
 }
 
 pub fn db_path(dir: &TempDir) -> PathBuf {

@@ -1,0 +1,56 @@
+// Launches Debian's Chromium through playwright-core and records every console error, page error
+// and hydration warning, so a test can fail on any of them.
+
+import { chromium } from 'playwright-core';
+import { existsSync } from 'node:fs';
+
+export function chromiumPath() {
+  const candidates = [process.env.CHROMIUM_PATH, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
+  const found = candidates.find((path) => path && existsSync(path));
+  if (!found) throw new Error('No Chromium found: scripts/test.sh installs Debian\'s chromium package.');
+  return found;
+}
+
+export async function launchBrowser() {
+  return chromium.launch({
+    executablePath: chromiumPath(),
+    headless: true,
+    // A closed network: no background services, no first-run checks, no QUIC.
+    args: [
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+      '--disable-dev-shm-usage',
+    ],
+  });
+}
+
+/**
+ * A fresh page that collects problems: console errors, uncaught exceptions, failed requests, and any
+ * console message that mentions hydration.
+ */
+export async function openPage(browser) {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (message) => {
+    const text = message.text();
+    if (message.type() === 'error' || /hydrat/i.test(text)) problems.push(`console.${message.type()}: ${text}`);
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  page.on('requestfailed', (request) => {
+    const failure = request.failure()?.errorText ?? '';
+    // A navigation away aborts in-flight requests; that is not a failure of the page.
+    if (!failure.includes('ERR_ABORTED')) problems.push(`request failed: ${request.url()} ${failure}`);
+  });
+  return { page, context, problems };
+}
+
+/** Resolves once the wasm has hydrated the page (the app marks <body> when it has). */
+export async function waitForHydration(page) {
+  await page.waitForSelector('body[data-hydrated="true"]', { timeout: 15_000 });
+}

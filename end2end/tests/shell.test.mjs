@@ -1,0 +1,72 @@
+// The chat shell: served, hydrated, interactive, and clean in the console.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({ scenarios: { hello: { delta_interval_ms: 0, steps: [{ text: 'Hello from a scenario.' }] } } });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+test('the first page is server-rendered with the sidebar, message list and composer', async () => {
+  const response = await fetch(server.url);
+  assert.equal(response.status, 200);
+  const html = await response.text();
+  assert.match(html, /<nav[^>]*class="sidebar"/);
+  assert.match(html, /No conversations yet/);
+  assert.match(html, /<textarea[^>]*aria-label="Message"/);
+  assert.match(html, /<button[^>]*disabled[^>]*class="send"|<button[^>]*class="send"[^>]*disabled/);
+  assert.match(html, /\/pkg\/glassbox\.js/);
+});
+
+test('the page hydrates: typing enables Send without a reload, and the console stays clean', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(server.url);
+  await waitForHydration(page);
+  await page.evaluate(() => { window.__sameDocument = true; });
+
+  const send = page.getByRole('button', { name: 'Send' });
+  assert.equal(await send.isDisabled(), true, 'Send starts disabled');
+  await page.getByLabel('Message').fill('What is in this workspace?');
+  await page.waitForFunction(() => !document.querySelector('button.send').disabled);
+  assert.equal(await page.evaluate(() => window.__sameDocument), true, 'no reload happened');
+
+  await page.getByLabel('Message').fill('   ');
+  await page.waitForFunction(() => document.querySelector('button.send').disabled);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('sending a message starts a run and opens its conversation in the sidebar', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(server.url);
+  await waitForHydration(page);
+  // Choose the scripted agent for this conversation through the API's model field.
+  await page.route('**/api/chat', async (route) => {
+    const body = JSON.parse(route.request().postData() ?? '{}');
+    await route.continue({ postData: JSON.stringify({ ...body, model: 'scenario:hello' }) });
+  });
+  await page.getByLabel('Message').fill('Say hello');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/c\/[0-9a-f-]+$/);
+  await page.getByRole('link', { name: 'Say hello' }).waitFor();
+  await page.locator('.message.user', { hasText: 'Say hello' }).waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('an unknown page answers 404 with a way back', async () => {
+  const response = await fetch(`${server.url}/no/such/page`);
+  assert.equal(response.status, 404);
+  assert.match(await response.text(), /Page not found/);
+});

@@ -1,0 +1,118 @@
+# Shared by scripts/run.sh and scripts/test.sh: install what is missing, skip what is there.
+# Everything comes from a package registry (crates.io, npm, Debian); nothing else is downloaded.
+
+CARGO_LEPTOS_VERSION="0.3.10"
+
+log() { printf '\033[1;34m==>\033[0m %s\n' "$*" >&2; }
+die() { printf '\033[1;31merror:\033[0m %s\n' "$*" >&2; exit 1; }
+
+# Runs a command as root: directly when we are root, through sudo otherwise.
+as_root() {
+  if [ "$(id -u)" -eq 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else die "need root (or sudo) to run: $*"; fi
+}
+
+APT_UPDATED=""
+apt_install() {
+  command -v apt-get >/dev/null || die "apt-get not found: install $* with your system's package manager"
+  if [ -z "$APT_UPDATED" ]; then
+    log "apt-get update"
+    as_root apt-get update -qq
+    APT_UPDATED=1
+  fi
+  log "apt-get install $*"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+ensure_cargo() {
+  command -v cargo >/dev/null || die "cargo not found: install Rust with rustup first (https://rustup.rs)"
+  export PATH="$HOME/.cargo/bin:$PATH"
+}
+
+ensure_wasm_target() {
+  if ! rustup target list --installed 2>/dev/null | grep -qx 'wasm32-unknown-unknown'; then
+    log "rustup target add wasm32-unknown-unknown"
+    rustup target add wasm32-unknown-unknown
+  fi
+}
+
+ensure_rust_components() {
+  for component in clippy rustfmt; do
+    if ! rustup component list --installed 2>/dev/null | grep -q "^$component"; then
+      log "rustup component add $component"
+      rustup component add "$component"
+    fi
+  done
+}
+
+ensure_cargo_leptos() {
+  if ! cargo leptos --version 2>/dev/null | grep -q "$CARGO_LEPTOS_VERSION"; then
+    log "cargo install cargo-leptos $CARGO_LEPTOS_VERSION (about 12 minutes, once)"
+    cargo install cargo-leptos --locked --version "$CARGO_LEPTOS_VERSION" --features no_downloads
+  fi
+}
+
+# wasm-bindgen-cli must match the wasm-bindgen crate in Cargo.lock exactly.
+wasm_bindgen_lock_version() {
+  awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock
+}
+
+ensure_wasm_bindgen() {
+  local wanted
+  wanted="$(wasm_bindgen_lock_version)"
+  [ -n "$wanted" ] || die "no wasm-bindgen entry in Cargo.lock"
+  if ! wasm-bindgen --version 2>/dev/null | grep -qx "wasm-bindgen $wanted"; then
+    log "cargo install wasm-bindgen-cli $wanted (about 2 minutes, once)"
+    # Not --locked: the CLI's own lock file names a crate version crates.io no longer serves.
+    cargo install wasm-bindgen-cli --version "$wanted" --force
+  fi
+}
+
+ensure_node() {
+  if ! command -v npm >/dev/null || ! command -v node >/dev/null; then
+    apt_install nodejs npm
+  fi
+}
+
+# `npm ci` in a folder when its node_modules is missing or older than its lock file.
+npm_ci_in() {
+  local dir="$1"
+  if [ ! -d "$dir/node_modules" ] || [ "$dir/package-lock.json" -nt "$dir/node_modules/.package-lock.json" ]; then
+    log "npm ci in $dir"
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+  fi
+}
+
+# The release wasm goes through wasm-opt. We use binaryen from npm (tools/): Debian's binaryen 108
+# produces a wasm that Chromium rejects. Sets WASM_OPT_READY=1 when wasm-opt is usable.
+ensure_wasm_opt() {
+  WASM_OPT_READY=""
+  if command -v npm >/dev/null; then
+    npm_ci_in tools
+    export PATH="$PWD/tools/node_modules/.bin:$PATH"
+  fi
+  if command -v wasm-opt >/dev/null; then WASM_OPT_READY=1; fi
+}
+
+ensure_chromium() {
+  if [ -n "${CHROMIUM_PATH:-}" ] && [ -x "$CHROMIUM_PATH" ]; then return; fi
+  for candidate in /usr/bin/chromium /usr/bin/chromium-browser; do
+    if [ -x "$candidate" ]; then export CHROMIUM_PATH="$candidate"; return; fi
+  done
+  apt_install chromium chromium-driver
+  export CHROMIUM_PATH=/usr/bin/chromium
+}
+
+# Builds the server and the hydrate bundle. Release when wasm-opt is available, else debug.
+build_site() {
+  ensure_wasm_opt
+  if [ -n "$WASM_OPT_READY" ]; then
+    log "cargo leptos build --release"
+    cargo leptos build --release
+    GLASSBOX_BIN="$PWD/target/release/glassbox"
+  else
+    log "wasm-opt not found (no npm?): building the debug profile instead of release"
+    cargo leptos build
+    GLASSBOX_BIN="$PWD/target/debug/glassbox"
+  fi
+  export GLASSBOX_BIN
+}
