@@ -170,8 +170,7 @@ async fn tools_of_one_turn_run_concurrently() {
     let first_start = events
         .iter()
         .find(|e| is_type(e, "tool_call_started"))
-        .map(|e| app::protocol::parse_rfc3339_millis(&e.ts))
-        .flatten()
+        .and_then(|e| app::protocol::parse_rfc3339_millis(&e.ts))
         .unwrap_or(0);
     let last_result = events
         .iter()
@@ -359,10 +358,10 @@ async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trac
 fn process_alive(pid: &str) -> bool {
     // A killed child that nobody has reaped yet shows as a zombie: it is not running.
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
+        Ok(stat) => stat
             .split_whitespace()
             .nth(2)
-            .is_some_and(|state| state == "Z"),
+            .is_none_or(|state| state != "Z"),
         Err(_) => false,
     }
 }

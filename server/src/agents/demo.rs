@@ -308,10 +308,12 @@ fn collect_hits(searches: &[ToolOutcome]) -> Vec<Hit> {
     hits
 }
 
+/// Per file: its matching lines, and which terms matched it.
+type HitsByFile<'a> = BTreeMap<&'a str, (Vec<(u64, String)>, std::collections::BTreeSet<&'a str>)>;
+
 /// Files ordered by how many distinct terms they match, then by how many lines.
 fn rank_files(hits: &[Hit]) -> Vec<FileHits> {
-    let mut files: BTreeMap<&str, (Vec<(u64, String)>, std::collections::BTreeSet<&str>)> =
-        BTreeMap::new();
+    let mut files: HitsByFile = BTreeMap::new();
     for hit in hits {
         let entry = files.entry(&hit.path).or_default();
         if !entry.0.iter().any(|(line, _)| *line == hit.line) {

@@ -104,11 +104,7 @@ impl Run {
     /// when the run has already ended (late output from an abandoned tool, say).
     pub fn emit(&self, kind: EventKind) -> Option<u64> {
         let is_tool_result = matches!(kind, EventKind::ToolResult { .. });
-        let seq = {
-            let mut log = self.log();
-            let seq = self.append(&mut log, kind)?;
-            seq
-        };
+        let seq = self.append(&mut self.log(), kind)?;
         self.published
             .send_modify(|published| published.last_seq = seq);
         if is_tool_result {
@@ -335,18 +331,16 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
             }
         }
         EventKind::ToolResult {
-            output,
+            output: Some(text),
             truncated,
             full_length,
             ..
         } => {
-            if let Some(text) = output {
-                let total = text.chars().count() as u64;
-                if let Some(cut) = crate::sanitize::shorten(text, MAX_EVENT_BYTES / 8) {
-                    *text = cut.to_owned();
-                    *truncated = true;
-                    *full_length = Some(full_length.unwrap_or(0).max(total));
-                }
+            let total = text.chars().count() as u64;
+            if let Some(cut) = crate::sanitize::shorten(text, MAX_EVENT_BYTES / 8) {
+                *text = cut.to_owned();
+                *truncated = true;
+                *full_length = Some(full_length.unwrap_or(0).max(total));
             }
         }
         _ => {}
