@@ -20,4 +20,13 @@ pub struct Conversation {
     #[serde(flatten)]
     pub summary: ConversationSummary,
     pub messages: Vec<Message>,
+    /// The run still going in this conversation, if any: a page opened mid-run attaches to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_run: Option<ActiveRun>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ActiveRun {
+    pub run_id: String,
+    pub message_id: String,
 }

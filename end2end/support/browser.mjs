@@ -54,3 +54,17 @@ export async function openPage(browser) {
 export async function waitForHydration(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 15_000 });
 }
+
+/** Makes the page's chat requests use `model` (the UI's default is the demo agent). */
+export async function useModel(page, model) {
+  await page.route('**/api/chat', async (route) => {
+    const body = JSON.parse(route.request().postData() ?? '{}');
+    await route.continue({ postData: JSON.stringify({ ...body, model }) });
+  });
+}
+
+/** Types a message and sends it with Enter. */
+export async function send(page, text) {
+  await page.getByLabel('Message').fill(text);
+  await page.keyboard.press('Enter');
+}

@@ -1,37 +1,20 @@
 use leptos::prelude::*;
 
-/// The message box. Enter sends, Shift+Enter adds a line; Send is enabled once there is text.
+use super::live::ChatState;
+
+/// The message box. Enter sends, Shift+Enter adds a line; Send is enabled once there is text and
+/// no run is going.
 #[component]
-pub fn Composer(conversation_id: Memo<Option<String>>) -> impl IntoView {
+pub fn Composer(state: ChatState) -> impl IntoView {
     let (draft, set_draft) = signal(String::new());
-    let (sending, set_sending) = signal(false);
-    let (error, set_error) = signal(None::<String>);
-    let can_send = move || !sending.get() && !draft.read().trim().is_empty();
-
+    let busy = move || state.live_run.with(Option::is_some);
+    let can_send = move || !busy() && !draft.read().trim().is_empty();
     let send = move || {
-        if !can_send() {
-            return;
+        if can_send() {
+            send_message(state, draft.get_untracked());
+            set_draft.set(String::new());
         }
-        let content = draft.get_untracked();
-        let conversation = conversation_id.get_untracked();
-        set_sending.set(true);
-        set_error.set(None);
-        #[cfg(feature = "hydrate")]
-        leptos::task::spawn_local(async move {
-            match browser::start_chat(conversation, content).await {
-                Ok(conversation_id) => {
-                    set_draft.set(String::new());
-                    let navigate = leptos_router::hooks::use_navigate();
-                    navigate(&format!("/c/{conversation_id}"), Default::default());
-                }
-                Err(message) => set_error.set(Some(message)),
-            }
-            set_sending.set(false);
-        });
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (content, conversation, set_draft);
     };
-
     view! {
         <form
             class="composer"
@@ -58,10 +41,51 @@ pub fn Composer(conversation_id: Memo<Option<String>>) -> impl IntoView {
                 "Send"
             </button>
             <p class="error" role="alert">
-                {move || error.get()}
+                {move || state.connection_error.get().filter(|_| state.live_run.with(Option::is_none))}
             </p>
         </form>
     }
+    .into_any()
+}
+
+/// Starts a run with `content`. In a new chat it opens the new conversation (which attaches to the
+/// run); in an open one it shows the question and follows the run in place.
+pub fn send_message(state: ChatState, content: String) {
+    #[cfg(feature = "hydrate")]
+    leptos::task::spawn_local(async move {
+        state.connection_error.set(None);
+        let conversation = state.conversation_id.get_untracked();
+        match browser::start_chat(conversation.clone(), content.clone()).await {
+            Ok(started) => {
+                state.conversations_changed.update(|n| *n += 1);
+                if conversation.is_none() {
+                    let navigate = leptos_router::hooks::use_navigate();
+                    navigate(
+                        &format!("/c/{}", started.conversation_id),
+                        Default::default(),
+                    );
+                    return;
+                }
+                let now = js_sys_date_iso();
+                state.messages.update(|messages| {
+                    messages.push(crate::protocol::Message::user(
+                        started.user_message_id.clone(),
+                        content,
+                        now,
+                    ))
+                });
+                super::live::follow_run(state, started.run_id);
+            }
+            Err(message) => state.connection_error.set(Some(message)),
+        }
+    });
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (state, content);
+}
+
+#[cfg(feature = "hydrate")]
+fn js_sys_date_iso() -> String {
+    crate::protocol::format_rfc3339_millis(web_sys::js_sys::Date::now() as i64)
 }
 
 #[cfg(feature = "hydrate")]
@@ -69,8 +93,10 @@ mod browser {
     use serde::Deserialize;
 
     #[derive(Deserialize)]
-    struct Started {
-        conversation_id: String,
+    pub struct Started {
+        pub run_id: String,
+        pub conversation_id: String,
+        pub user_message_id: String,
     }
 
     #[derive(Deserialize)]
@@ -78,11 +104,11 @@ mod browser {
         message: String,
     }
 
-    /// Starts a run and answers with its conversation's id.
+    /// `POST /api/chat` in JSON mode: the run's ids.
     pub async fn start_chat(
         conversation_id: Option<String>,
         content: String,
-    ) -> Result<String, String> {
+    ) -> Result<Started, String> {
         let body = serde_json::json!({ "conversation_id": conversation_id, "content": content });
         let response = gloo_net::http::Request::post("/api/chat")
             .header("Accept", "application/json")
@@ -92,8 +118,7 @@ mod browser {
             .await
             .map_err(|error| format!("Could not reach the server: {error}"))?;
         if response.ok() {
-            let started: Started = response.json().await.map_err(|error| error.to_string())?;
-            Ok(started.conversation_id)
+            response.json().await.map_err(|error| error.to_string())
         } else {
             let status = response.status();
             match response.json::<ApiError>().await {

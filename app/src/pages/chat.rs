@@ -2,14 +2,19 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_conversation, list_conversations};
-use crate::components::{Composer, MessageList, Sidebar};
+use crate::components::{ChatState, Composer, MessageList, Sidebar};
+use crate::models::Conversation;
 
 /// The chat shell: conversations on the left, the open conversation and the composer on the right.
 #[component]
 pub fn ChatPage() -> impl IntoView {
     let params = use_params_map();
     let conversation_id = Memo::new(move |_| params.read().get("id"));
-    let conversations = Resource::new(|| (), |_| list_conversations());
+    let conversations_changed = RwSignal::new(0u32);
+    let conversations = Resource::new(
+        move || conversations_changed.get(),
+        |_| list_conversations(),
+    );
     let conversation = Resource::new(
         move || conversation_id.get(),
         |id| async move {
@@ -24,9 +29,61 @@ pub fn ChatPage() -> impl IntoView {
         <div class="app">
             <Sidebar conversations active=conversation_id />
             <main class="chat" aria-label="Conversation">
-                <MessageList conversation />
-                <Composer conversation_id />
+                <Transition fallback=|| ()>
+                    {move || Suspend::new(async move {
+                        match conversation.await {
+                            Ok(found) => {
+                                let missing = found.is_none() && conversation_id.get_untracked().is_some();
+                                if missing {
+                                    view! { <p class="error notice">"This conversation does not exist."</p> }.into_any()
+                                } else {
+                                    view! { <ConversationView conversation=found conversations_changed /> }.into_any()
+                                }
+                            }
+                            Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
+                        }
+                    })}
+                </Transition>
             </main>
         </div>
     }
+}
+
+/// One conversation's live state. A page opened while a run goes attaches to it.
+#[component]
+fn ConversationView(
+    conversation: Option<Conversation>,
+    conversations_changed: RwSignal<u32>,
+) -> impl IntoView {
+    let active_run = conversation.as_ref().and_then(|c| c.active_run.clone());
+    let (id, messages) = match conversation {
+        Some(conversation) => {
+            // The active run's message is still empty in the store: the live view replaces it.
+            let active_message = active_run.as_ref().map(|run| run.message_id.clone());
+            let messages = conversation
+                .messages
+                .into_iter()
+                .filter(|m| Some(&m.id) != active_message.as_ref())
+                .collect();
+            (Some(conversation.summary.id), messages)
+        }
+        None => (None, Vec::new()),
+    };
+    let state = ChatState::new(id, messages, conversations_changed);
+    if let Some(run) = active_run {
+        // Only in the browser: effects do not run on the server.
+        Effect::new(move |_| {
+            #[cfg(feature = "hydrate")]
+            crate::components::live::follow_run(state, run.run_id.clone());
+            #[cfg(not(feature = "hydrate"))]
+            let _ = &run;
+        });
+    }
+    #[cfg(feature = "hydrate")]
+    on_cleanup(crate::components::live::stop_following);
+    view! {
+        <MessageList state />
+        <Composer state />
+    }
+    .into_any()
 }

@@ -2,7 +2,7 @@
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
-use app::models::{Conversation, ConversationSummary};
+use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::{fold, Event, Message, MessageStatus};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
@@ -295,7 +295,25 @@ impl Store {
             .iter()
             .map(|row| decode_message(row.try_get("body")?))
             .collect::<Result<_>>()?;
-        Ok(Some(Conversation { summary, messages }))
+        let active_run = sqlx::query(
+            "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = ? AND status = 'running'
+             ORDER BY started_at DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .map(|row| -> Result<ActiveRun> {
+            Ok(ActiveRun {
+                run_id: row.try_get("run_id")?,
+                message_id: row.try_get("message_id")?,
+            })
+        })
+        .transpose()?;
+        Ok(Some(Conversation {
+            summary,
+            messages,
+            active_run,
+        }))
     }
 
     pub async fn get_trace(&self, owner_id: &str, trace_id: &str) -> Result<Option<Trace>> {

@@ -229,6 +229,15 @@ pub async fn execute(
             };
             let (status, output, error) = match &result {
                 Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
+                // A tool that gave up because the run was stopped did not fail: it was cancelled.
+                Err(_) if run.cancellation().is_cancelled() => (
+                    ToolResultStatus::Cancelled,
+                    None,
+                    Some(tool_error(
+                        "cancelled",
+                        "The run was stopped before this tool finished.",
+                    )),
+                ),
                 Err(error) => (ToolResultStatus::Error, None, Some(error.clone())),
             };
             run.emit(EventKind::ToolResult {

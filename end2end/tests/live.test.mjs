@@ -1,0 +1,165 @@
+// The live view: overlays while a run streams, persisted segments after, Stop, resume, safety.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+
+const ANSWER = 'The answer arrives in many small pieces so that a reload lands in the middle of it. '.repeat(3).trim();
+const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>';
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({
+    workspace: { 'notes.md': '# Notes\nTODO: write the docs\n', 'evil.html': `${HOSTILE}\n` },
+    scenarios: {
+      tools: { delta_chars: 4, delta_interval_ms: 20, steps: [
+        { reasoning: ['Look for TODO notes.', 'Then wait a little.'] },
+        { tool_calls: [
+          { name: 'grep_search', args: { query: 'TODO' } },
+          { name: 'sleep', args: { seconds: 1.5 } },
+          { name: 'sleep', args: { seconds: 1.5, blocking: true } },
+        ] },
+        { text: 'Found **one** TODO.' },
+      ] },
+      long: { delta_interval_ms: 0, steps: [
+        { text: 'Starting a long job.' },
+        { tool_calls: [{ name: 'sleep', args: { seconds: 60 } }] },
+        { text: 'never shown' },
+      ] },
+      slow_text: { delta_chars: 3, delta_interval_ms: 40, steps: [{ text: ANSWER }] },
+      hostile: { delta_chars: 7, delta_interval_ms: 5, steps: [
+        { tool_calls: [{ name: 'read_file', args: { path: 'evil.html' } }] },
+        { text: HOSTILE },
+      ] },
+      failing: { delta_interval_ms: 0, steps: [
+        { tool_calls: [{ name: 'fail', args: { message: 'the disk is on fire' } }] },
+        { text: 'Partial.' },
+        { error: { code: 'model_error', message: 'The model went away.' } },
+      ] },
+    },
+  });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function newChat(model) {
+  const session = await openPage(browser);
+  await session.page.goto(server.url);
+  await waitForHydration(session.page);
+  await useModel(session.page, model);
+  return session;
+}
+
+test('tools show a spinner while running, then a check mark and duration; reasoning streams without a toggle', async () => {
+  const { page, context, problems } = await newChat('scenario:tools');
+  await send(page, 'Find the TODOs');
+
+  // While streaming: live reasoning, two sleeps running at once, no "Show reasoning" collapsible.
+  await page.locator('.reasoning.live').waitFor();
+  assert.equal(await page.locator('details.reasoning').count(), 0, 'no collapsible while streaming');
+  await page.waitForFunction(() => document.querySelectorAll('.tool-call.running .spinner').length === 2);
+  await page.locator('.tool-call.success', { hasText: "Searching for 'TODO'" }).waitFor();
+  assert.match(await page.locator('.tool-call', { hasText: "Searching for 'TODO'" }).innerText(), /✓\s*\d+ ms/);
+  await page.locator('.stop').waitFor();
+
+  // After message_final: persisted segments, reasoning collapsed, three check marks.
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  assert.equal(await page.locator('.reasoning.live').count(), 0, 'the overlay gave way');
+  const reasoning = page.locator('details.reasoning');
+  assert.equal(await reasoning.count(), 1);
+  assert.equal(await reasoning.evaluate((el) => el.open), false, 'closed by default');
+  assert.match(await reasoning.locator('summary').innerText(), /Thought for \d/);
+  assert.equal(await page.locator('.tool-call.success').count(), 3);
+  assert.match(await page.locator('.tool-call', { hasText: 'Sleeping 1.5 s' }).first().innerText(), /✓\s*1\.\d s/);
+  await reasoning.locator('summary').click();
+  await page.getByText('Then wait a little.').waitFor();
+  const liveView = await page.locator('.message.assistant').innerText();
+
+  // A page load renders the stored message the same way.
+  await page.reload();
+  await waitForHydration(page);
+  await page.locator('details.reasoning summary').click();
+  assert.equal(await page.locator('.message.assistant').innerText(), liveView);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('Stop ends the run at once, keeps the partial answer, and the stored trace is cancelled', async () => {
+  const { page, context, problems } = await newChat('scenario:long');
+  await send(page, 'Start the long job');
+  await page.locator('.tool-call.running').waitFor();
+  const started = Date.now();
+  await page.getByRole('button', { name: /Stop/ }).click();
+  await page.locator('.message.assistant[data-status="cancelled"]').waitFor();
+  assert.ok(Date.now() - started < 3000, 'stopped promptly');
+  const text = await page.locator('.message.assistant').innerText();
+  assert.match(text, /Starting a long job\./);
+  assert.match(text, /Stopped/);
+  assert.doesNotMatch(text, /never shown/);
+
+  const conversationId = page.url().split('/c/')[1];
+  const conversation = await (await fetch(`${server.url}/api/conversations/${conversationId}`)).json();
+  assert.equal(conversation.messages[1].status, 'cancelled');
+  const traces = conversation.messages[1].segments.filter((s) => s.type === 'tool_call');
+  assert.equal(traces[0].status, 'cancelled');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('Escape stops a run too', async () => {
+  const { page, context, problems } = await newChat('scenario:long');
+  await send(page, 'Start another long job');
+  await page.locator('.tool-call.running').waitFor();
+  await page.keyboard.press('Escape');
+  await page.locator('.message.assistant[data-status="cancelled"]').waitFor();
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a reload mid-stream reattaches and finishes with no duplicated or missing text', async () => {
+  const { page, context, problems } = await newChat('scenario:slow_text');
+  await send(page, 'Talk slowly');
+  await page.waitForURL(/\/c\//);
+  await page.waitForFunction(() => (document.querySelector('.message-text.streaming')?.textContent ?? '').length > 20);
+  await page.reload();
+  await waitForHydration(page);
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  assert.equal(await page.locator('.message.assistant .message-text').innerText(), ANSWER);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('HTML and scripts from the model or a tool are shown as text and never run', async () => {
+  const { page, context, problems } = await newChat('scenario:hostile');
+  await send(page, 'Read the evil file');
+  await page.locator('.message.assistant[data-status="complete"]').waitFor();
+  assert.equal(await page.evaluate(() => window.__pwned), undefined);
+  assert.equal(await page.locator('.messages img, .messages script').count(), 0);
+  assert.match(await page.locator('.message.assistant .message-text').innerText(), /<script>window.__pwned=1<\/script>/);
+  await page.locator('.tool-call summary').click();
+  assert.match(await page.locator('.tool-output').innerText(), /<img src=x onerror/);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a failing tool shows a cross and its error; a failed run says so and offers a retry', async () => {
+  const { page, context, problems } = await newChat('scenario:failing');
+  await send(page, 'Break something');
+  await page.locator('.message.assistant[data-status="error"]').waitFor();
+  const tool = page.locator('.tool-call.error');
+  assert.match(await tool.innerText(), /✗\s*Failed/);
+  await tool.locator('summary').click();
+  assert.match(await tool.innerText(), /the disk is on fire/);
+  assert.match(await page.locator('.message.assistant').innerText(), /Partial\.[\s\S]*The run failed\.[\s\S]*The model went away\./);
+  await page.getByRole('button', { name: 'Retry' }).click();
+  await page.waitForFunction(() => document.querySelectorAll('.message.assistant[data-status="error"]').length === 2);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
