@@ -7,6 +7,7 @@ pub mod components;
 pub mod models;
 pub mod pages;
 pub mod protocol;
+pub mod settings;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -39,6 +40,7 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 #[component]
 pub fn App() -> impl IntoView {
     provide_meta_context();
+    settings::provide_settings();
     mark_hydrated();
     view! {
         <Stylesheet id="glassbox" href="/pkg/glassbox.css" />

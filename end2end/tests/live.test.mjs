@@ -79,7 +79,7 @@ test('tools show a spinner while running, then a check mark and duration; reason
   assert.equal(await page.locator('.tool-call.success').count(), 3);
   assert.match(await page.locator('.tool-call', { hasText: 'Sleeping 1.5 s' }).first().innerText(), /✓\s*1\.\d s/);
   await reasoning.locator('summary').click();
-  await page.getByText('Then wait a little.').waitFor();
+  await page.locator('.reasoning-parts', { hasText: 'Then wait a little.' }).waitFor();
   const liveView = await page.locator('.message.assistant').innerText();
 
   // A page load renders the stored message the same way.

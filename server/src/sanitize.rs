@@ -55,12 +55,7 @@ pub fn sanitize_value(value: &mut Value) {
     }
 }
 
-/// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
-pub fn shorten(text: &str, max_chars: usize) -> Option<&str> {
-    text.char_indices()
-        .nth(max_chars)
-        .map(|(byte_index, _)| &text[..byte_index])
-}
+pub use app::protocol::shorten_chars as shorten;
 
 /// Makes one event's payload safe to send and store.
 pub fn sanitize_event(kind: &mut EventKind) {

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use super::live::ChatState;
+use super::markdown::Markdown;
 use super::segments::{PersistedSegments, StreamingReasoningOverlay, StreamingToolsOverlay};
 use crate::protocol::{Message, MessageStatus, Role, Segment, ToolCallStatus};
 
@@ -160,11 +161,14 @@ fn LiveMessage(state: ChatState) -> impl IntoView {
             <For each=blocks key=live_key let:segment>
                 {match segment {
                     Segment::Reasoning(reasoning) => view! { <StreamingReasoningOverlay segment=reasoning /> }.into_any(),
-                    Segment::ToolCall(call) => view! { <StreamingToolsOverlay call /> }.into_any(),
+                    Segment::ToolCall(call) => {
+                        let tool_count = state.live.with_untracked(|m| m.as_ref().map_or(0, |m| m.tool_calls().count()));
+                        view! { <StreamingToolsOverlay call tool_count /> }.into_any()
+                    }
                     Segment::Text(_) => ().into_any(),
                 }}
             </For>
-            <div class="message-text streaming">{text}</div>
+            <div class="message-text streaming">{move || view! { <Markdown text=text() /> }}</div>
             <div class="run-controls">
                 <button class="stop" on:click=move |_| stop() disabled=move || stopping.get()>
                     {move || if stopping.get() { "Stopping…" } else { "■ Stop" }}

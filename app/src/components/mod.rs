@@ -3,11 +3,14 @@
 mod composer;
 mod icons;
 pub mod live;
+pub mod markdown;
 mod message_list;
 pub mod segments;
+mod settings_panel;
 mod sidebar;
 
 pub use composer::Composer;
 pub use live::ChatState;
 pub use message_list::MessageList;
+pub use settings_panel::SettingsPanel;
 pub use sidebar::Sidebar;

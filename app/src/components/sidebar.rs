@@ -12,6 +12,7 @@ pub fn Sidebar(
         <nav class="sidebar" aria-label="Conversations">
             <div class="brand">"Glassbox"</div>
             <a class="new-chat" href="/">"+ New chat"</a>
+            <super::SettingsPanel />
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {
                     match conversations.await {

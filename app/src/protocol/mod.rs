@@ -11,3 +11,10 @@ pub use event::*;
 pub use message::*;
 pub use reducer::{fold, Reducer};
 pub use time::{format_rfc3339_millis, parse_rfc3339_millis};
+
+/// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
+pub fn shorten_chars(text: &str, max_chars: usize) -> Option<&str> {
+    text.char_indices()
+        .nth(max_chars)
+        .map(|(index, _)| &text[..index])
+}

@@ -1,0 +1,76 @@
+use leptos::prelude::*;
+
+use crate::settings::{save, use_settings, DisplayMode, Settings};
+
+/// The settings: display mode and the collapse and preview limits. Applies at once and persists.
+#[component]
+pub fn SettingsPanel() -> impl IntoView {
+    let settings = use_settings();
+    let open = RwSignal::new(false);
+    let update = move |change: &dyn Fn(&mut Settings)| {
+        settings.update(|settings| change(settings));
+        save(&settings.get_untracked());
+    };
+    let mode_option = move |mode: DisplayMode, label: &'static str, hint: &'static str| {
+        view! {
+            <label class="mode-option">
+                <input
+                    type="radio"
+                    name="display-mode"
+                    value=mode.as_str()
+                    prop:checked=move || settings.get().mode == mode
+                    on:change=move |_| update(&|s| s.mode = mode)
+                />
+                <span>
+                    <strong>{label}</strong>
+                    <span class="muted">" " {hint}</span>
+                </span>
+            </label>
+        }
+    };
+    let number =
+        move |label: &'static str, get: fn(&Settings) -> u32, set: fn(&mut Settings, u32)| {
+            view! {
+                <label class="number-setting">
+                    <span>{label}</span>
+                    <input
+                        type="number"
+                        min="1"
+                        max="100000"
+                        prop:value=move || get(&settings.get()).to_string()
+                        on:change=move |event| {
+                            if let Ok(value) = event_target_value(&event).trim().parse::<u32>() {
+                                update(&|s| set(s, value.clamp(1, 100_000)));
+                            }
+                        }
+                    />
+                </label>
+            }
+        };
+    view! {
+        <div class="settings">
+            <button
+                type="button"
+                class="settings-toggle"
+                aria-expanded=move || open.get().to_string()
+                aria-controls="settings-panel"
+                on:click=move |_| open.update(|o| *o = !*o)
+            >
+                "Settings"
+            </button>
+            <div id="settings-panel" class="settings-panel" role="group" aria-label="Agent transparency" hidden=move || !open.get()>
+                <fieldset>
+                    <legend>"Agent transparency"</legend>
+                    {mode_option(DisplayMode::Minimal, "Minimal", "answer only")}
+                    {mode_option(DisplayMode::Normal, "Normal", "tool calls collapsed")}
+                    {mode_option(DisplayMode::Verbose, "Verbose", "everything expanded")}
+                </fieldset>
+                {number("Collapse all when more tools than", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
+                {number("Preview output longer than (lines)", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
+                {number("Output preview (characters)", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
+                {number("Reasoning preview (characters)", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
+            </div>
+        </div>
+    }
+    .into_any()
+}
