@@ -107,8 +107,14 @@ test('Stop ends the run at once, keeps the partial answer, and the stored trace 
   const conversationId = page.url().split('/c/')[1];
   const conversation = await (await fetch(`${server.url}/api/conversations/${conversationId}`)).json();
   assert.equal(conversation.messages[1].status, 'cancelled');
-  const traces = conversation.messages[1].segments.filter((s) => s.type === 'tool_call');
-  assert.equal(traces[0].status, 'cancelled');
+  const calls = conversation.messages[1].segments.filter((s) => s.type === 'tool_call');
+  assert.equal(calls[0].status, 'cancelled');
+  const trace = await (await fetch(`${server.url}/api/traces/${conversation.messages[1].trace_id}`)).json();
+  assert.equal(trace.status, 'cancelled');
+  assert.equal(trace.cancelled_by, 'user');
+  const types = trace.events.map((e) => e.type);
+  assert.ok(types.includes('tool_call_started') && types.includes('text_delta'), 'partial events kept');
+  assert.equal(types.at(-1), 'message_cancelled');
   assert.deepEqual(problems, []);
   await context.close();
 });

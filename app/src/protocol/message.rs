@@ -22,6 +22,9 @@ pub struct Message {
     /// Why the message ended early, for cancelled, failed and interrupted messages.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_reason: Option<String>,
+    /// The trace of the run that wrote this (assistant) message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl Message {
@@ -40,6 +43,7 @@ impl Message {
                 text,
             })],
             ended_reason: None,
+            trace_id: None,
         }
     }
 
@@ -54,6 +58,7 @@ impl Message {
             created_at,
             segments: Vec::new(),
             ended_reason: None,
+            trace_id: None,
         }
     }
 

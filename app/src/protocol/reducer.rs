@@ -60,14 +60,16 @@ impl Reducer {
         self.last_seq = event.seq;
         match &event.kind {
             EventKind::MessageStarted {
-                message_id, model, ..
+                message_id,
+                model,
+                trace_id,
+                ..
             } => {
                 if self.message.is_none() {
-                    self.message = Some(Message::assistant(
-                        message_id.clone(),
-                        model.clone(),
-                        event.ts.clone(),
-                    ));
+                    let mut message =
+                        Message::assistant(message_id.clone(), model.clone(), event.ts.clone());
+                    message.trace_id = Some(trace_id.clone());
+                    self.message = Some(message);
                 }
             }
             EventKind::MessageFinal { message, .. } => {

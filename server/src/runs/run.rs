@@ -191,13 +191,11 @@ impl Run {
                     );
                 }
             }
-            let mut message = log.reducer.message().cloned().unwrap_or_else(|| {
-                Message::assistant(
-                    self.message_id.clone(),
-                    self.model.clone(),
-                    self.started_ts.clone(),
-                )
-            });
+            let mut message = log
+                .reducer
+                .message()
+                .cloned()
+                .unwrap_or_else(|| self.empty_message());
             let kind = match ending {
                 RunEnding::Completed => {
                     message.status = MessageStatus::Complete;
@@ -228,13 +226,10 @@ impl Run {
             self.append(&mut log, kind);
             log.closed = true;
         }
-        log.reducer.message().cloned().unwrap_or_else(|| {
-            Message::assistant(
-                self.message_id.clone(),
-                self.model.clone(),
-                self.started_ts.clone(),
-            )
-        })
+        log.reducer
+            .message()
+            .cloned()
+            .unwrap_or_else(|| self.empty_message())
     }
 
     /// Makes everything in the log visible, including the terminal event, and ends subscriptions.
@@ -305,6 +300,17 @@ impl Run {
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
             .clone()
+    }
+
+    /// The assistant message before any content (used only if the log lost `message_started`).
+    fn empty_message(&self) -> Message {
+        let mut message = Message::assistant(
+            self.message_id.clone(),
+            self.model.clone(),
+            self.started_ts.clone(),
+        );
+        message.trace_id = Some(self.trace_id.clone());
+        message
     }
 
     /// The message as the events so far build it.

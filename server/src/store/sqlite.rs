@@ -105,11 +105,12 @@ impl Store {
             new.content.clone(),
             new.now.clone(),
         );
-        let assistant = Message::assistant(
+        let mut assistant = Message::assistant(
             new.assistant_message_id.clone(),
             model.clone(),
             new.now.clone(),
         );
+        assistant.trace_id = Some(new.trace_id.clone());
         for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
             insert_message(&mut tx, &conversation_id, position + offset as i64, message).await?;
         }
