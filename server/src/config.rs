@@ -36,6 +36,11 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_SCENARIOS_DIR")]
     pub scenarios_dir: Option<PathBuf>,
 
+    /// JSON file of model providers (see docs/providers.md). Without it, only the demo agent (and
+    /// scenarios) are available.
+    #[arg(long, env = "GLASSBOX_PROVIDERS_FILE")]
+    pub providers_file: Option<PathBuf>,
+
     /// Adds tools that exist only for tests and benchmarks (`sleep`, `fail`).
     #[arg(long, env = "GLASSBOX_ENABLE_TEST_TOOLS")]
     pub enable_test_tools: bool,

@@ -6,6 +6,7 @@ pub mod agents;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod providers;
 pub mod runs;
 pub mod sanitize;
 pub mod store;
@@ -87,9 +88,13 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         )
     })?;
     let tools = ToolRegistry::new(workspace, config.tool_timeout(), config.enable_test_tools);
+    let providers = match &config.providers_file {
+        Some(path) => providers::Providers::load(path)?,
+        None => providers::Providers::default(),
+    };
     let engine = Engine::new(
         store.clone(),
-        Agents::new(config.scenarios_dir.clone()),
+        Agents::new(config.scenarios_dir.clone(), providers),
         tools,
         config.default_model.clone(),
         config.run_timeout(),

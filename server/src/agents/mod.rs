@@ -3,6 +3,7 @@
 //! [`RunContext`], which streams their output as events and runs their tool calls.
 
 mod demo;
+mod model_loop;
 mod scenario;
 
 pub use demo::DEMO_MODEL;
@@ -43,11 +44,38 @@ pub trait Agent: Send + Sync {
 /// Picks the agent for a model name.
 pub struct Agents {
     scenarios_dir: Option<PathBuf>,
+    providers: crate::providers::Providers,
 }
 
 impl Agents {
-    pub fn new(scenarios_dir: Option<PathBuf>) -> Self {
-        Agents { scenarios_dir }
+    pub fn new(scenarios_dir: Option<PathBuf>, providers: crate::providers::Providers) -> Self {
+        Agents {
+            scenarios_dir,
+            providers,
+        }
+    }
+
+    /// Every model a conversation can choose: the demo agent, the providers' models, scenarios.
+    pub fn model_ids(&self) -> Vec<String> {
+        let mut ids = vec![DEMO_MODEL.to_owned()];
+        ids.extend(self.providers.model_ids());
+        if let Some(dir) = &self.scenarios_dir {
+            let mut scenarios: Vec<String> = std::fs::read_dir(dir)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter_map(|entry| {
+                    entry
+                        .file_name()
+                        .to_str()?
+                        .strip_suffix(".json")
+                        .map(|name| format!("scenario:{name}"))
+                })
+                .collect();
+            scenarios.sort();
+            ids.extend(scenarios);
+        }
+        ids
     }
 
     /// The agent for `model`, or a 422 that says what models exist.
@@ -62,6 +90,14 @@ impl Agents {
         }
         if model == DEMO_MODEL {
             return Ok(Arc::new(demo::DemoAgent));
+        }
+        if let Some((provider, model, system_prompt)) = self.providers.find(model) {
+            return Ok(Arc::new(model_loop::ModelAgent {
+                provider,
+                model,
+                system_prompt,
+                max_steps: self.providers.max_steps,
+            }));
         }
         Err(Error::InvalidField(format!("unknown model '{model}'")))
     }
@@ -84,6 +120,8 @@ pub struct RunContext {
     sequence: AtomicU32,
     /// The text segment later text continues, until a reasoning or tool segment comes between.
     open_text_segment: Mutex<Option<String>>,
+    /// Each model turn's request and response, stored with the trace.
+    model_turns: Mutex<Vec<crate::store::ModelTurn>>,
 }
 
 impl RunContext {
@@ -100,6 +138,7 @@ impl RunContext {
             user_message,
             sequence: AtomicU32::new(0),
             open_text_segment: Mutex::new(None),
+            model_turns: Mutex::new(Vec::new()),
         }
     }
 
@@ -186,6 +225,36 @@ impl RunContext {
         }
     }
 
+    /// Starts a reasoning part that arrives in deltas (a provider's thinking stream).
+    pub fn begin_reasoning(&self) -> ReasoningWriter<'_> {
+        self.close_text_segment();
+        ReasoningWriter {
+            context: self,
+            segment_id: new_id("rs"),
+            sequence_number: self.next_sequence_number(),
+            text: String::new(),
+            started: false,
+        }
+    }
+
+    /// Records a model turn (already redacted) for the inspector.
+    pub fn record_model_turn(&self, turn: crate::store::ModelTurn) {
+        self.model_turns
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .push(turn);
+    }
+
+    /// The recorded model turns, taken when the run ends.
+    pub fn take_model_turns(&self) -> Vec<crate::store::ModelTurn> {
+        std::mem::take(
+            &mut *self
+                .model_turns
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        )
+    }
+
     pub fn emit_usage(&self, usage: Usage) {
         self.run.emit(EventKind::Usage(usage));
     }
@@ -213,6 +282,63 @@ pub fn chunks(text: &str, size: usize) -> Vec<&str> {
         rest = &rest[cut..];
     }
     pieces
+}
+
+/// One reasoning part streamed delta by delta; `finish` completes it (dropping it does too).
+pub struct ReasoningWriter<'a> {
+    context: &'a RunContext,
+    segment_id: String,
+    sequence_number: u32,
+    text: String,
+    started: bool,
+}
+
+impl ReasoningWriter<'_> {
+    pub fn delta(&mut self, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        if !self.started {
+            self.started = true;
+            self.context.run.emit(EventKind::ReasoningPartStarted {
+                segment_id: self.segment_id.clone(),
+                summary_index: 0,
+                sequence_number: self.sequence_number,
+            });
+        }
+        self.text.push_str(delta);
+        for piece in chunks(delta, MAX_DELTA_CHARS) {
+            self.context.run.emit(EventKind::ReasoningPartDelta {
+                segment_id: self.segment_id.clone(),
+                summary_index: 0,
+                text_delta: piece.to_owned(),
+            });
+        }
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn finish(mut self) {
+        self.complete();
+    }
+
+    fn complete(&mut self) {
+        if std::mem::take(&mut self.started) {
+            self.context.run.emit(EventKind::ReasoningPartCompleted {
+                segment_id: self.segment_id.clone(),
+                summary_index: 0,
+                final_text: self.text.clone(),
+            });
+        }
+    }
+}
+
+impl Drop for ReasoningWriter<'_> {
+    fn drop(&mut self) {
+        self.complete();
+    }
 }
 
 #[cfg(test)]

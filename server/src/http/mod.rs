@@ -45,6 +45,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/chat", post(chat::start))
         .route("/api/runs/{run_id}/events", get(chat::events))
         .route("/api/runs/{run_id}/cancel", post(chat::cancel))
+        .route("/api/models", get(read::models))
         .route("/api/traces/{trace_id}", get(read::trace))
         .route("/api/conversations", get(read::conversations))
         .route("/api/conversations/{id}", get(read::conversation))

@@ -50,3 +50,9 @@ pub async fn conversation(
 pub async fn unknown_api() -> Error {
     Error::NotFound("API route")
 }
+
+/// `GET /api/models`: model ids only (never a provider's URL or key), and the default.
+pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
+    let (models, default) = state.engine.models();
+    Json(serde_json::json!({ "models": models, "default": default }))
+}

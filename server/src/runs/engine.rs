@@ -234,6 +234,7 @@ impl Engine {
                 }
             }
         };
+        let model_turns = context.take_model_turns();
         drop(context);
 
         // The checkpointer's last write lands before the final one, so nothing is written twice.
@@ -259,6 +260,7 @@ impl Engine {
                 reason,
                 error_code,
                 events: &events,
+                model_turns: &model_turns,
             })
             .await;
         if let Err(error) = stored {
@@ -342,6 +344,11 @@ impl Engine {
             .await;
         }
         self.tasks.close();
+    }
+
+    /// Every model a conversation can use, and the default.
+    pub fn models(&self) -> (Vec<String>, &str) {
+        (self.agents.model_ids(), &self.default_model)
     }
 
     pub fn store(&self) -> &Store {

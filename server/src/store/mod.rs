@@ -50,6 +50,18 @@ pub struct FinishedTrace<'a> {
     pub error_code: Option<&'a str>,
     /// Every event of the run as JSON, in seq order.
     pub events: &'a [std::sync::Arc<str>],
+    /// The run's model turns (none for the demo and scenario agents).
+    pub model_turns: &'a [ModelTurn],
+}
+
+/// One model turn: the request as sent and the response as received, in OpenAI chat format.
+#[derive(Clone, Debug, Serialize)]
+pub struct ModelTurn {
+    pub model: String,
+    pub request: serde_json::Value,
+    pub response: serde_json::Value,
+    pub started_at: String,
+    pub completed_at: String,
 }
 
 pub fn trace_status(status: MessageStatus) -> &'static str {

@@ -192,8 +192,49 @@ impl Store {
             .execute(&mut *tx)
             .await?;
         update_message(&mut tx, message).await?;
+        for (index, turn) in finished.model_turns.iter().enumerate() {
+            sqlx::query(
+                "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, request, response, started_at, completed_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+            )
+            .bind(finished.trace_id)
+            .bind(index as i64)
+            .bind(&turn.model)
+            .bind(turn.request.to_string())
+            .bind(turn.response.to_string())
+            .bind(&turn.started_at)
+            .bind(&turn.completed_at)
+            .execute(&mut *tx)
+            .await?;
+        }
         tx.commit().await?;
         Ok(())
+    }
+
+    /// The model turns of a trace, in order, for the inspector.
+    pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<super::ModelTurn>> {
+        let rows = sqlx::query(
+            "SELECT model, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
+        )
+        .bind(trace_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let parse = |column: &str| -> Result<serde_json::Value> {
+                    let text: String = row.try_get(column)?;
+                    serde_json::from_str(&text)
+                        .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
+                };
+                Ok(super::ModelTurn {
+                    model: row.try_get("model")?,
+                    request: parse("request")?,
+                    response: parse("response")?,
+                    started_at: row.try_get("started_at")?,
+                    completed_at: row.try_get("completed_at")?,
+                })
+            })
+            .collect()
     }
 
     /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
@@ -244,6 +285,7 @@ impl Store {
                 reason: message.ended_reason.as_deref(),
                 error_code: None,
                 events: &json,
+                model_turns: &[],
             })
             .await?;
         }

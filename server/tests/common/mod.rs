@@ -52,7 +52,13 @@ impl TestServer {
     }
 
     pub async fn start_in(dir: Arc<TempDir>) -> Self {
-        let config = config_for(&dir);
+        Self::start_with(dir, |_| {}).await
+    }
+
+    /// Starts with a configuration adjusted by `change`.
+    pub async fn start_with(dir: Arc<TempDir>, change: impl FnOnce(&mut Config)) -> Self {
+        let mut config = config_for(&dir);
+        change(&mut config);
         let server = glassbox::build(&config, dir.path().join("site"))
             .await
             .expect("build the server");

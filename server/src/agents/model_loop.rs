@@ -1,0 +1,272 @@
+//! The agent loop for a real model: send the conversation (earlier messages with their tool calls
+//! and results) and the tool schemas, run the tool calls the model asks for, send the results
+//! back, and repeat until the model answers without calling a tool, or the step limit is reached.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{Agent, AgentOutcome, BoxFuture, ReasoningWriter, RunContext};
+use crate::{
+    providers::{
+        ChatMessage, ChatProvider, ProviderError, RequestedCall, ToolSchema, TurnOutput,
+        TurnRequest, TurnSink,
+    },
+    sanitize::sanitize_value,
+    store::ModelTurn,
+    tools::ToolCallRequest,
+};
+use app::protocol::{Message, Role, Segment, ToolCallStatus};
+
+pub struct ModelAgent {
+    pub provider: Arc<dyn ChatProvider>,
+    pub model: String,
+    pub system_prompt: Option<String>,
+    pub max_steps: u32,
+}
+
+/// Streams a turn into the run: reasoning as a reasoning part, text as answer text.
+struct RunSink<'a> {
+    context: &'a RunContext,
+    reasoning: Option<ReasoningWriter<'a>>,
+}
+
+impl TurnSink for RunSink<'_> {
+    fn reasoning(&mut self, delta: &str) {
+        self.reasoning
+            .get_or_insert_with(|| self.context.begin_reasoning())
+            .delta(delta);
+    }
+
+    fn text(&mut self, delta: &str) {
+        // Thinking ends where the answer begins.
+        if let Some(reasoning) = self.reasoning.take() {
+            reasoning.finish();
+        }
+        self.context.emit_text(delta);
+    }
+}
+
+impl Agent for ModelAgent {
+    fn run<'a>(&'a self, context: &'a RunContext) -> BoxFuture<'a, AgentOutcome> {
+        Box::pin(async move {
+            let tools: Vec<ToolSchema> = context
+                .tools
+                .all()
+                .map(|tool| ToolSchema {
+                    name: tool.name().to_owned(),
+                    description: tool.description().to_owned(),
+                    parameters: tool.parameters(),
+                })
+                .collect();
+            let mut messages = Vec::new();
+            if let Some(system) = &self.system_prompt {
+                messages.push(ChatMessage::text("system", system.clone()));
+            }
+            messages.extend(context.history.iter().flat_map(to_chat_messages));
+            messages.push(ChatMessage::text("user", context.user_message.text()));
+
+            for _ in 0..self.max_steps {
+                let request = TurnRequest {
+                    model: self.model.clone(),
+                    messages: messages.clone(),
+                    tools: tools.clone(),
+                };
+                let started_at = crate::runs::now_rfc3339();
+                let mut sink = RunSink {
+                    context,
+                    reasoning: None,
+                };
+                let turn = self.provider.stream_turn(&request, &mut sink).await;
+                drop(sink);
+                context.record_model_turn(ModelTurn {
+                    model: self.model.clone(),
+                    request: request_record(&request),
+                    response: response_record(&self.model, &turn),
+                    started_at,
+                    completed_at: crate::runs::now_rfc3339(),
+                });
+                let turn = match turn {
+                    Ok(turn) => turn,
+                    Err(error) => {
+                        return AgentOutcome::Failed {
+                            code: error.code.to_owned(),
+                            message: error.message,
+                        }
+                    }
+                };
+                if let Some(usage) = turn.usage {
+                    context.emit_usage(usage);
+                }
+                if turn.tool_calls.is_empty() {
+                    return AgentOutcome::Completed;
+                }
+                messages.push(ChatMessage {
+                    role: "assistant".into(),
+                    content: (!turn.text.is_empty()).then(|| turn.text.clone()),
+                    tool_calls: turn.tool_calls.clone(),
+                    tool_call_id: None,
+                });
+                let requests = turn
+                    .tool_calls
+                    .iter()
+                    .map(|call| ToolCallRequest {
+                        name: call.name.clone(),
+                        args: parse_arguments(&call.arguments),
+                    })
+                    .collect();
+                let outcomes = context.run_tools(requests).await;
+                for (call, outcome) in turn.tool_calls.iter().zip(outcomes) {
+                    let content = match outcome.result {
+                        Ok(output) => output,
+                        Err(error) => format!("Error ({}): {}", error.kind, error.message),
+                    };
+                    messages.push(ChatMessage {
+                        role: "tool".into(),
+                        content: Some(content),
+                        tool_calls: Vec::new(),
+                        tool_call_id: Some(call.id.clone()),
+                    });
+                }
+            }
+            AgentOutcome::Failed {
+                code: "step_limit".into(),
+                message: format!(
+                    "The agent used its {} model turns without reaching a final answer.",
+                    self.max_steps
+                ),
+            }
+        })
+    }
+}
+
+/// The request as sent, in OpenAI chat format, redacted like every event.
+fn request_record(request: &TurnRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| {
+            let mut message = message.clone();
+            for call in &mut message.tool_calls {
+                call.arguments = redact_arguments(&call.arguments);
+            }
+            serde_json::to_value(&message).unwrap_or(Value::Null)
+        })
+        .collect();
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|tool| serde_json::json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
+        .collect();
+    let mut record =
+        serde_json::json!({ "model": request.model, "messages": messages, "tools": tools });
+    sanitize_value(&mut record);
+    record
+}
+
+/// The response as received, as an OpenAI chat completion (or the error that ended the turn).
+fn response_record(model: &str, turn: &Result<TurnOutput, ProviderError>) -> Value {
+    let mut record = match turn {
+        Ok(turn) => {
+            let tool_calls: Vec<Value> = turn
+                .tool_calls
+                .iter()
+                .map(|call| serde_json::json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": redact_arguments(&call.arguments)}}))
+                .collect();
+            let mut message = serde_json::json!({"role": "assistant", "content": (!turn.text.is_empty()).then(|| turn.text.clone())});
+            if !turn.reasoning.is_empty() {
+                message["reasoning_content"] = Value::String(turn.reasoning.clone());
+            }
+            if !tool_calls.is_empty() {
+                message["tool_calls"] = Value::Array(tool_calls);
+            }
+            let mut response = serde_json::json!({
+                "object": "chat.completion",
+                "model": model,
+                "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
+            });
+            if let Some(usage) = turn.usage {
+                response["usage"] = serde_json::json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                                                       "total_tokens": usage.input_tokens + usage.output_tokens});
+            }
+            response
+        }
+        Err(error) => {
+            serde_json::json!({"model": model, "error": {"code": error.code, "message": error.message}})
+        }
+    };
+    sanitize_value(&mut record);
+    record
+}
+
+/// Tool-call arguments are JSON inside a string: redact secret-looking keys inside it too.
+fn redact_arguments(arguments: &str) -> String {
+    match serde_json::from_str::<Value>(arguments) {
+        Ok(mut value) => {
+            sanitize_value(&mut value);
+            value.to_string()
+        }
+        Err(_) => arguments.to_owned(),
+    }
+}
+
+/// The model's argument text as JSON; text that does not parse is passed on as `{"_raw": text}` so
+/// the tool can answer with a clear argument error.
+fn parse_arguments(arguments: &str) -> Value {
+    if arguments.trim().is_empty() {
+        return Value::Object(Default::default());
+    }
+    serde_json::from_str(arguments).unwrap_or_else(|_| serde_json::json!({ "_raw": arguments }))
+}
+
+/// An earlier message in OpenAI chat format: user text; assistant text, tool calls and results.
+fn to_chat_messages(message: &Message) -> Vec<ChatMessage> {
+    if message.role == Role::User {
+        return vec![ChatMessage::text("user", message.text())];
+    }
+    let mut out = Vec::new();
+    let mut pending_calls: Vec<RequestedCall> = Vec::new();
+    let mut pending_results: Vec<ChatMessage> = Vec::new();
+    let flush = |out: &mut Vec<ChatMessage>,
+                 calls: &mut Vec<RequestedCall>,
+                 results: &mut Vec<ChatMessage>| {
+        if !calls.is_empty() {
+            out.push(ChatMessage {
+                role: "assistant".into(),
+                content: None,
+                tool_calls: std::mem::take(calls),
+                tool_call_id: None,
+            });
+            out.append(results);
+        }
+    };
+    for segment in &message.segments {
+        match segment {
+            Segment::ToolCall(call) => {
+                pending_calls.push(RequestedCall {
+                    id: call.call_id.clone(),
+                    name: call.name.clone(),
+                    arguments: call.args.to_string(),
+                });
+                let content = match (&call.status, &call.error) {
+                    (ToolCallStatus::Success, _) => call.output.clone(),
+                    (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
+                    _ => "The tool did not finish.".to_owned(),
+                };
+                pending_results.push(ChatMessage {
+                    role: "tool".into(),
+                    content: Some(content),
+                    tool_calls: Vec::new(),
+                    tool_call_id: Some(call.call_id.clone()),
+                });
+            }
+            Segment::Text(text) => {
+                flush(&mut out, &mut pending_calls, &mut pending_results);
+                out.push(ChatMessage::text("assistant", text.text.clone()));
+            }
+            Segment::Reasoning(_) => {}
+        }
+    }
+    flush(&mut out, &mut pending_calls, &mut pending_results);
+    out
+}

@@ -1,0 +1,242 @@
+//! Model providers: the services that answer a conversation with text, reasoning and tool calls.
+//! Each adapter speaks one wire format and reports a turn through a [`TurnSink`]; the agent loop
+//! (`agents::model_loop`) turns that into events. Configuration comes from a JSON file
+//! (`--providers-file`); API keys come only from environment variables it names, and never reach
+//! the browser, the events, the database or the logs.
+
+mod openai_chat;
+mod sse;
+
+use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::agents::BoxFuture;
+pub use openai_chat::OpenAiChat;
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProvidersFile {
+    pub providers: Vec<ProviderConfig>,
+    /// Model turns per run before it ends with `step_limit`.
+    #[serde(default = "default_max_steps")]
+    pub max_steps: u32,
+}
+
+fn default_max_steps() -> u32 {
+    12
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The prefix of its models' ids: `openai` gives `openai/gpt-4o-mini`.
+    pub name: String,
+    pub kind: ProviderKind,
+    /// e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    /// The environment variable that holds the API key (none for local servers).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    pub models: Vec<String>,
+    /// Sent as the first (system) message.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    /// OpenAI-compatible Chat Completions: OpenAI, vLLM, Ollama, llama.cpp's server, OpenRouter.
+    OpenaiChat,
+}
+
+/// A message of the conversation sent to the model, in OpenAI chat format (the inspector's format
+/// too); adapters for other APIs convert from it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: String,
+    #[serde(default)]
+    pub content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<RequestedCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn text(role: &str, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role: role.to_owned(),
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool call the model asked for, with its arguments as the JSON text the model wrote.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RequestedCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    pub parameters: Value,
+}
+
+#[derive(Clone, Debug)]
+pub struct TurnRequest {
+    pub model: String,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSchema>,
+}
+
+/// What one model turn produced.
+#[derive(Clone, Debug, Default)]
+pub struct TurnOutput {
+    pub text: String,
+    pub reasoning: String,
+    pub tool_calls: Vec<RequestedCall>,
+    pub usage: Option<app::protocol::Usage>,
+    pub finish_reason: Option<String>,
+}
+
+/// Receives a turn's stream as it arrives.
+pub trait TurnSink: Send {
+    fn reasoning(&mut self, delta: &str);
+    fn text(&mut self, delta: &str);
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProviderError {
+    /// `provider_auth`, `unknown_model`, `rate_limited`, `provider_unavailable`, `provider_error`,
+    /// `malformed_stream`, `stream_interrupted`, `connection_failed`.
+    pub code: &'static str,
+    pub message: String,
+}
+
+impl ProviderError {
+    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+        ProviderError {
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+pub trait ChatProvider: Send + Sync {
+    fn stream_turn<'a>(
+        &'a self,
+        request: &'a TurnRequest,
+        sink: &'a mut dyn TurnSink,
+    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>>;
+}
+
+/// Retries on 429 and 5xx, only before the first streamed byte.
+pub const RETRY_DELAYS: [Duration; 3] = [
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+];
+
+/// One configured provider: its adapter, its models and its system prompt.
+#[derive(Clone)]
+struct Configured {
+    adapter: Arc<dyn ChatProvider>,
+    models: Vec<String>,
+    system_prompt: Option<String>,
+}
+
+/// The configured providers, by name, and their models.
+#[derive(Clone, Default)]
+pub struct Providers {
+    providers: BTreeMap<String, Configured>,
+    pub max_steps: u32,
+}
+
+impl Providers {
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))?;
+        let file: ProvidersFile = serde_json::from_str(&text).map_err(|error| {
+            format!("{} is not a valid providers file: {error}", path.display())
+        })?;
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let mut providers = BTreeMap::new();
+        for config in file.providers {
+            if config.name.is_empty()
+                || config.name.contains('/')
+                || config.name.starts_with("scenario")
+                || config.name == "demo"
+            {
+                return Err(format!(
+                    "provider name '{}' is not allowed (no '/', not 'demo' or 'scenario')",
+                    config.name
+                ));
+            }
+            let api_key = match &config.api_key_env {
+                Some(variable) => match std::env::var(variable) {
+                    Ok(key) if !key.is_empty() => Some(key),
+                    _ => {
+                        tracing::warn!(provider = %config.name, variable = %variable, "the API key variable is not set");
+                        None
+                    }
+                },
+                None => None,
+            };
+            let adapter: Arc<dyn ChatProvider> = match config.kind {
+                ProviderKind::OpenaiChat => {
+                    Arc::new(OpenAiChat::new(client.clone(), &config.base_url, api_key))
+                }
+            };
+            providers.insert(
+                config.name.clone(),
+                Configured {
+                    adapter,
+                    models: config.models.clone(),
+                    system_prompt: config.system_prompt.clone(),
+                },
+            );
+        }
+        Ok(Providers {
+            providers,
+            max_steps: file.max_steps.max(1),
+        })
+    }
+
+    /// `(adapter, model name, system prompt)` for a model id such as `openai/gpt-4o-mini`.
+    pub fn find(&self, model_id: &str) -> Option<(Arc<dyn ChatProvider>, String, Option<String>)> {
+        let (provider, model) = model_id.split_once('/')?;
+        let configured = self.providers.get(provider)?;
+        configured.models.iter().any(|m| m == model).then(|| {
+            (
+                configured.adapter.clone(),
+                model.to_owned(),
+                configured.system_prompt.clone(),
+            )
+        })
+    }
+
+    /// Every model id, for the model picker.
+    pub fn model_ids(&self) -> Vec<String> {
+        self.providers
+            .iter()
+            .flat_map(|(name, configured)| {
+                configured
+                    .models
+                    .iter()
+                    .map(move |model| format!("{name}/{model}"))
+            })
+            .collect()
+    }
+}

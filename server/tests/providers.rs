@@ -1,0 +1,451 @@
+//! The model agent loop against a fake OpenAI-compatible server that streams Chat Completions in
+//! the real wire format (`data: {chunk}` lines, `data: [DONE]`).
+
+mod common;
+
+use std::{
+    convert::Infallible,
+    sync::{
+        atomic::{AtomicBool, AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use app::protocol::{EventKind, Segment, ToolCallStatus};
+use axum::{
+    body::{Body, Bytes},
+    extract::State,
+    http::{HeaderMap, StatusCode},
+    response::{IntoResponse, Response},
+    routing::post,
+    Json, Router,
+};
+use common::*;
+use serde_json::{json, Value};
+
+const KEY_VARIABLE: &str = "GLASSBOX_TEST_PROVIDER_KEY";
+const KEY: &str = "sk-test-0123456789-never-leak";
+
+#[derive(Clone, Default)]
+struct Fake {
+    requests: Arc<Mutex<Vec<(HeaderMap, Value)>>>,
+    flaky_calls: Arc<AtomicUsize>,
+    slow_stream_closed: Arc<AtomicBool>,
+}
+
+fn chunk(delta: Value) -> String {
+    let body = json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                      "choices": [{"index": 0, "delta": delta, "finish_reason": null}]});
+    format!("data: {body}\n\n")
+}
+
+fn finish(reason: &str, usage: Option<Value>) -> String {
+    let mut out = format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+    );
+    if let Some(usage) = usage {
+        out.push_str(&format!("data: {}\n\n", json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": [], "usage": usage})));
+    }
+    out.push_str("data: [DONE]\n\n");
+    out
+}
+
+fn sse(frames: Vec<String>) -> Response {
+    let stream = futures::stream::iter(
+        frames
+            .into_iter()
+            .map(|frame| Ok::<_, Infallible>(Bytes::from(frame))),
+    );
+    Response::builder()
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .unwrap_or_default()
+}
+
+/// Closes its flag when the response body is dropped: the client went away.
+struct DropFlag(Arc<AtomicBool>);
+impl Drop for DropFlag {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+async fn completions(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    fake.requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((headers, body.clone()));
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let has_tool_results = body["messages"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+    match model.as_str() {
+        "tools" if !has_tool_results => sse(vec![
+            chunk(json!({"role": "assistant", "content": null})),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "grep_search", "arguments": ""}}]}),
+            ),
+            chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": "{\"que"}}]})),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "list_dir", "arguments": "{\"path\""}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "ry\": \"TODO\"}"}}]}),
+            ),
+            chunk(json!({"tool_calls": [{"index": 1, "function": {"arguments": ": \".\"}"}}]})),
+            finish(
+                "tool_calls",
+                Some(json!({"prompt_tokens": 100, "completion_tokens": 20})),
+            ),
+        ]),
+        "tools" => sse(vec![
+            chunk(json!({"content": "Found "})),
+            chunk(json!({"content": "one TODO."})),
+            finish(
+                "stop",
+                Some(json!({"prompt_tokens": 300, "completion_tokens": 5})),
+            ),
+        ]),
+        "reasoning" => sse(vec![
+            chunk(json!({"reasoning_content": "Let me "})),
+            chunk(json!({"reasoning_content": "think."})),
+            chunk(json!({"content": "Done thinking."})),
+            finish(
+                "stop",
+                Some(
+                    json!({"prompt_tokens": 10, "completion_tokens": 8, "completion_tokens_details": {"reasoning_tokens": 4}}),
+                ),
+            ),
+        ]),
+        "think" => sse(vec![
+            chunk(json!({"content": "<thi"})),
+            chunk(json!({"content": "nk>I should plan</th"})),
+            chunk(json!({"content": "ink>The answer."})),
+            finish("stop", None),
+        ]),
+        "malformed" => sse(vec![
+            chunk(json!({"content": "Partial "})),
+            "data: {not json\n\n".to_owned(),
+        ]),
+        "reset" => {
+            // One chunk, a pause (so it is flushed), then the connection breaks.
+            let stream = futures::stream::unfold(0u8, |step| async move {
+                match step {
+                    0 => Some((
+                        Ok::<_, std::io::Error>(Bytes::from(chunk(
+                            json!({"content": "Half an answer"}),
+                        ))),
+                        1,
+                    )),
+                    1 => {
+                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        Some((Err(std::io::Error::other("connection reset")), 2))
+                    }
+                    _ => None,
+                }
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_default()
+        }
+        "slow" => {
+            let flag = DropFlag(fake.slow_stream_closed.clone());
+            let stream = futures::stream::unfold((0u32, flag), |(n, flag)| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Some((
+                    Ok::<_, Infallible>(Bytes::from(chunk(
+                        json!({"content": format!("word{n} ")}),
+                    ))),
+                    (n + 1, flag),
+                ))
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_default()
+        }
+        "flaky" if fake.flaky_calls.fetch_add(1, Ordering::SeqCst) == 0 => (
+            StatusCode::TOO_MANY_REQUESTS,
+            Json(json!({"error": {"message": "slow down"}})),
+        )
+            .into_response(),
+        "flaky" => sse(vec![
+            chunk(json!({"content": "Second time lucky."})),
+            finish("stop", None),
+        ]),
+        "auth" => (
+            StatusCode::UNAUTHORIZED,
+            Json(json!({"error": {"message": "Incorrect API key provided."}})),
+        )
+            .into_response(),
+        _ => (
+            StatusCode::NOT_FOUND,
+            Json(json!({"error": {"message": format!("The model `{model}` does not exist")}})),
+        )
+            .into_response(),
+    }
+}
+
+async fn start() -> (TestServer, Fake) {
+    let fake = Fake::default();
+    let router = Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .with_state(fake.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind fake");
+    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    // The same value in every test, so setting it from parallel tests is harmless.
+    std::env::set_var(KEY_VARIABLE, KEY);
+    let dir = test_dir();
+    let providers = dir.path().join("providers.json");
+    std::fs::write(
+        &providers,
+        json!({"providers": [{"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
+               "models": ["tools", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]}],
+               "max_steps": 4})
+        .to_string(),
+    )
+    .expect("write providers file");
+    let server =
+        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
+    (server, fake)
+}
+
+fn final_message(events: &[app::protocol::Event]) -> &app::protocol::Message {
+    match &events.last().expect("events").kind {
+        EventKind::MessageFinal { message, .. }
+        | EventKind::MessageError { message, .. }
+        | EventKind::MessageCancelled { message, .. } => message,
+        other => panic!("not terminal: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_two_step_loop_runs_the_requested_tools_and_sends_their_results_back() {
+    let (server, fake) = start().await;
+    let events = server
+        .chat_stream("fake/tools", "Where are the TODOs?")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    assert!(matches!(
+        events.last().map(|e| &e.kind),
+        Some(EventKind::MessageFinal { .. })
+    ));
+    let message = final_message(&events);
+    let calls: Vec<_> = message.tool_calls().collect();
+    assert_eq!(calls.len(), 2, "both tool calls of the turn ran");
+    assert_eq!(
+        (calls[0].name.as_str(), &calls[0].args),
+        ("grep_search", &json!({"query": "TODO"})),
+        "fragments joined by index"
+    );
+    assert_eq!(
+        (calls[1].name.as_str(), &calls[1].args),
+        ("list_dir", &json!({"path": "."}))
+    );
+    assert!(calls
+        .iter()
+        .all(|call| call.status == ToolCallStatus::Success));
+    assert!(calls[0].output.contains("notes.md:2"));
+    assert_eq!(message.text(), "Found one TODO.");
+    assert_eq!(
+        message.usage.map(|u| (u.input_tokens, u.output_tokens)),
+        Some((400, 25)),
+        "usage of both turns"
+    );
+
+    let requests = fake
+        .requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    assert_eq!(requests.len(), 2);
+    let (headers, first) = &requests[0];
+    assert_eq!(
+        headers.get("authorization").and_then(|v| v.to_str().ok()),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(first["stream"], true);
+    assert!(first["tools"]
+        .as_array()
+        .is_some_and(|t| t.iter().any(|t| t["function"]["name"] == "read_file")));
+    let second = &requests[1].1["messages"];
+    let tool_results: Vec<&Value> = second
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .collect();
+    assert_eq!(tool_results.len(), 2);
+    assert_eq!(tool_results[0]["tool_call_id"], "call_a");
+    assert!(tool_results[0]["content"]
+        .as_str()
+        .is_some_and(|c| c.contains("notes.md:2")));
+
+    // Each turn is recorded, in OpenAI format, for the inspector.
+    let EventKind::MessageFinal { trace_id, .. } = &events.last().expect("events").kind else {
+        unreachable!()
+    };
+    let turns = server
+        .store
+        .model_turns(trace_id)
+        .await
+        .expect("model turns");
+    assert_eq!(turns.len(), 2);
+    assert_eq!(
+        turns[0].response["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "grep_search"
+    );
+    assert_eq!(
+        turns[0].response["choices"][0]["finish_reason"],
+        "tool_calls"
+    );
+    assert_eq!(
+        turns[1].request["messages"]
+            .as_array()
+            .map(|m| m.iter().filter(|m| m["role"] == "tool").count()),
+        Some(2)
+    );
+    assert_eq!(
+        turns[1].response["choices"][0]["message"]["content"],
+        "Found one TODO."
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reasoning_fields_and_think_tags_become_reasoning_and_never_leak_into_the_answer() {
+    let (server, _) = start().await;
+    for (model, reasoning, answer) in [
+        ("fake/reasoning", "Let me think.", "Done thinking."),
+        ("fake/think", "I should plan", "The answer."),
+    ] {
+        let events = server.chat_stream(model, "Think").await.collect().await;
+        assert_invariants(&events);
+        let message = final_message(&events);
+        let Some(Segment::Reasoning(segment)) = message.segments.first() else {
+            panic!("{model}: reasoning first: {message:?}")
+        };
+        assert_eq!(segment.combined_text, reasoning, "{model}");
+        assert!(segment.parts.iter().all(|p| p.is_complete));
+        assert_eq!(message.text(), answer, "{model}");
+        assert!(
+            !message.text().contains("<think") && !message.text().contains("think>"),
+            "{model}: no tag in the answer"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_malformed_chunk_or_a_reset_ends_the_run_with_a_readable_error_and_keeps_the_partial_answer(
+) {
+    let (server, _) = start().await;
+    for (model, code, partial) in [
+        ("fake/malformed", "malformed_stream", "Partial "),
+        ("fake/reset", "stream_interrupted", "Half an answer"),
+    ] {
+        let events = server.chat_stream(model, "Go").await.collect().await;
+        assert_invariants(&events);
+        let EventKind::MessageError {
+            code: got,
+            error,
+            message,
+        } = &events.last().expect("events").kind
+        else {
+            panic!("{model}")
+        };
+        assert_eq!(got, code, "{model}: {error}");
+        assert!(!error.is_empty());
+        assert_eq!(message.text(), partial, "{model}");
+    }
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stop_closes_the_connection_to_the_provider() {
+    let (server, fake) = start().await;
+    let started = server.start_run("fake/slow", "Ramble").await;
+    let run_id = started["run_id"].as_str().expect("run").to_owned();
+    let mut stream = server.subscribe(&run_id, None).await;
+    stream.until(|event| is_type(event, "text_delta")).await;
+    assert!(!fake.slow_stream_closed.load(Ordering::SeqCst));
+    let (status, _) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while !fake.slow_stream_closed.load(Ordering::SeqCst) && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        fake.slow_stream_closed.load(Ordering::SeqCst),
+        "the provider saw its connection close"
+    );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limits_are_retried_and_bad_keys_and_models_end_with_clear_errors() {
+    let (server, fake) = start().await;
+    let events = server
+        .chat_stream("fake/flaky", "Try")
+        .await
+        .collect()
+        .await;
+    assert_eq!(final_message(&events).text(), "Second time lucky.");
+    assert_eq!(fake.flaky_calls.load(Ordering::SeqCst), 2);
+
+    for (model, code, says) in [
+        ("fake/auth", "provider_auth", "Incorrect API key"),
+        ("fake/missing", "unknown_model", "does not exist"),
+    ] {
+        let events = server.chat_stream(model, "Go").await.collect().await;
+        let EventKind::MessageError {
+            code: got, error, ..
+        } = &events.last().expect("events").kind
+        else {
+            panic!("{model}")
+        };
+        assert_eq!(got, code);
+        assert!(error.contains(says), "{error}");
+    }
+
+    let (status, models) = server.get_json("/api/models").await;
+    assert_eq!(status, 200);
+    let listed = models.to_string();
+    assert!(listed.contains("fake/tools") && listed.contains("\"demo\""));
+    assert!(
+        !listed.contains("127.0.0.1") && !listed.contains(KEY),
+        "no URL or key reaches the browser"
+    );
+    let data = server_data(&server);
+    let _keep_dir = server.dir.clone();
+    server.stop().await;
+
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(data).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
+    }
+    assert!(
+        !stored.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+        "the key is not in the database"
+    );
+}
+
+fn server_data(server: &TestServer) -> std::path::PathBuf {
+    server.dir.path().join("data")
+}
