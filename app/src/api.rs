@@ -3,7 +3,12 @@
 
 use leptos::prelude::*;
 
-use crate::models::{Conversation, ConversationSummary};
+use crate::models::{Conversation, ConversationSummary, ModelList};
+
+#[server(prefix = "/api/fn", endpoint = "models")]
+pub async fn list_models() -> Result<ModelList, ServerFnError> {
+    Ok(ssr::source()?.models())
+}
 
 #[server(prefix = "/api/fn", endpoint = "conversations")]
 pub async fn list_conversations() -> Result<Vec<ConversationSummary>, ServerFnError> {
@@ -23,7 +28,7 @@ pub mod ssr {
 
     use leptos::prelude::*;
 
-    use crate::models::{Conversation, ConversationSummary};
+    use crate::models::{Conversation, ConversationSummary, ModelList};
 
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -32,6 +37,7 @@ pub mod ssr {
     pub trait ConversationSource: Send + Sync {
         fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>>;
         fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>>;
+        fn models(&self) -> ModelList;
     }
 
     pub type SharedSource = Arc<dyn ConversationSource>;

@@ -30,3 +30,10 @@ pub struct ActiveRun {
     pub run_id: String,
     pub message_id: String,
 }
+
+/// The models a conversation can use (ids only) and the server's default.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelList {
+    pub models: Vec<String>,
+    pub default: String,
+}

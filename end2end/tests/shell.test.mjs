@@ -51,16 +51,19 @@ test('sending a message starts a run and opens its conversation in the sidebar',
   const { page, context, problems } = await openPage(browser);
   await page.goto(server.url);
   await waitForHydration(page);
-  // Choose the scripted agent for this conversation through the API's model field.
-  await page.route('**/api/chat', async (route) => {
-    const body = JSON.parse(route.request().postData() ?? '{}');
-    await route.continue({ postData: JSON.stringify({ ...body, model: 'scenario:hello' }) });
-  });
+  // The model picker lists the models by name; choose the scripted agent.
+  const picker = page.getByLabel('Model');
+  assert.equal(await picker.inputValue(), 'demo', 'the demo agent is the default');
+  const options = await picker.locator('option').allInnerTexts();
+  assert.ok(options.includes('scenario:hello') && options.some((o) => o.startsWith('demo')), options.join());
+  await picker.selectOption('scenario:hello');
   await page.getByLabel('Message').fill('Say hello');
   await page.keyboard.press('Enter');
   await page.waitForURL(/\/c\/[0-9a-f-]+$/);
   await page.getByRole('link', { name: 'Say hello' }).waitFor();
   await page.locator('.message.user', { hasText: 'Say hello' }).waitFor();
+  await page.locator('.message.assistant', { hasText: 'Hello from a scenario.' }).waitFor();
+  assert.equal(await page.getByLabel('Model').inputValue(), 'scenario:hello', 'the conversation keeps its model');
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -37,6 +37,27 @@ pub fn Composer(state: ChatState) -> impl IntoView {
                     }
                 }
             ></textarea>
+            <div class="composer-actions">
+                <select
+                    class="model-picker"
+                    aria-label="Model"
+                    prop:value=move || state.model.get()
+                    on:change=move |event| state.model.set(event_target_value(&event))
+                >
+                    {move || {
+                        state
+                            .models
+                            .get()
+                            .into_iter()
+                            .map(|id| {
+                                let label = if id == "demo" { "demo (built-in, no model)".to_owned() } else { id.clone() };
+                                let selected = state.model.get_untracked() == id;
+                                view! { <option value=id selected=selected>{label}</option> }
+                            })
+                            .collect_view()
+                    }}
+                </select>
+            </div>
             <button type="submit" class="send" disabled=move || !can_send()>
                 "Send"
             </button>
@@ -55,7 +76,8 @@ pub fn send_message(state: ChatState, content: String) {
     leptos::task::spawn_local(async move {
         state.connection_error.set(None);
         let conversation = state.conversation_id.get_untracked();
-        match browser::start_chat(conversation.clone(), content.clone()).await {
+        let model = state.model.get_untracked();
+        match browser::start_chat(conversation.clone(), content.clone(), model).await {
             Ok(started) => {
                 state.conversations_changed.update(|n| *n += 1);
                 if conversation.is_none() {
@@ -108,8 +130,9 @@ mod browser {
     pub async fn start_chat(
         conversation_id: Option<String>,
         content: String,
+        model: String,
     ) -> Result<Started, String> {
-        let body = serde_json::json!({ "conversation_id": conversation_id, "content": content });
+        let body = serde_json::json!({ "conversation_id": conversation_id, "content": content, "model": model });
         let response = gloo_net::http::Request::post("/api/chat")
             .header("Accept", "application/json")
             .json(&body)

@@ -21,6 +21,10 @@ pub struct ChatState {
     pub connection_error: RwSignal<Option<String>>,
     /// Bumped when the conversation list should be read again.
     pub conversations_changed: RwSignal<u32>,
+    /// The model the next message goes to (the conversation's, or the chosen one).
+    pub model: RwSignal<String>,
+    /// Every model the server offers.
+    pub models: RwSignal<Vec<String>>,
 }
 
 impl ChatState {
@@ -28,8 +32,12 @@ impl ChatState {
         conversation_id: Option<String>,
         messages: Vec<Message>,
         conversations_changed: RwSignal<u32>,
+        model: String,
+        models: Vec<String>,
     ) -> Self {
         ChatState {
+            model: RwSignal::new(model),
+            models: RwSignal::new(models),
             conversation_id: RwSignal::new(conversation_id),
             messages: RwSignal::new(messages),
             live: RwSignal::new(None),

@@ -1,9 +1,9 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{get_conversation, list_conversations};
+use crate::api::{get_conversation, list_conversations, list_models};
 use crate::components::{ChatState, Composer, MessageList, Sidebar};
-use crate::models::Conversation;
+use crate::models::{Conversation, ModelList};
 
 /// The chat shell: conversations on the left, the open conversation and the composer on the right.
 #[component]
@@ -18,10 +18,12 @@ pub fn ChatPage() -> impl IntoView {
     let conversation = Resource::new(
         move || conversation_id.get(),
         |id| async move {
-            match id {
-                Some(id) => get_conversation(id).await,
-                None => Ok(None),
-            }
+            let models = list_models().await?;
+            let conversation = match id {
+                Some(id) => get_conversation(id).await?,
+                None => None,
+            };
+            Ok::<_, ServerFnError>((conversation, models))
         },
     );
 
@@ -32,12 +34,12 @@ pub fn ChatPage() -> impl IntoView {
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         match conversation.await {
-                            Ok(found) => {
+                            Ok((found, models)) => {
                                 let missing = found.is_none() && conversation_id.get_untracked().is_some();
                                 if missing {
                                     view! { <p class="error notice">"This conversation does not exist."</p> }.into_any()
                                 } else {
-                                    view! { <ConversationView conversation=found conversations_changed /> }.into_any()
+                                    view! { <ConversationView conversation=found models conversations_changed /> }.into_any()
                                 }
                             }
                             Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
@@ -53,8 +55,10 @@ pub fn ChatPage() -> impl IntoView {
 #[component]
 fn ConversationView(
     conversation: Option<Conversation>,
+    models: ModelList,
     conversations_changed: RwSignal<u32>,
 ) -> impl IntoView {
+    let model = conversation.as_ref().map_or(models.default.clone(), |c| c.summary.model.clone());
     let active_run = conversation.as_ref().and_then(|c| c.active_run.clone());
     let (id, messages) = match conversation {
         Some(conversation) => {
@@ -69,7 +73,7 @@ fn ConversationView(
         }
         None => (None, Vec::new()),
     };
-    let state = ChatState::new(id, messages, conversations_changed);
+    let state = ChatState::new(id, messages, conversations_changed, model, models.models);
     if let Some(run) = active_run {
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {

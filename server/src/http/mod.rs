@@ -10,7 +10,7 @@ mod sse;
 use std::sync::Arc;
 
 use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
-use app::models::{Conversation, ConversationSummary};
+use app::models::{Conversation, ConversationSummary, ModelList};
 use axum::{
     extract::{DefaultBodyLimit, FromRef},
     routing::{get, post},
@@ -37,6 +37,7 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
     let source: SharedSource = Arc::new(PageSource {
         store: state.store.clone(),
+        engine: state.engine.clone(),
         owner_id: CurrentUser::local().0,
     });
     let context = move || provide_context(source.clone());
@@ -66,6 +67,7 @@ pub fn router(state: AppState) -> Router {
 /// The pages' view of the store, for the current (local) user.
 struct PageSource {
     store: Store,
+    engine: Arc<Engine>,
     owner_id: String,
 }
 
@@ -92,5 +94,10 @@ impl ConversationSource for PageSource {
                     error.public_message()
                 })
         })
+    }
+
+    fn models(&self) -> ModelList {
+        let (models, default) = self.engine.models();
+        ModelList { models, default: default.to_owned() }
     }
 }
