@@ -193,10 +193,258 @@ async fn completions(
     }
 }
 
+/// `event: <type>` + `data: <json>` frames, as the Responses and Anthropic APIs send them.
+fn typed(events: Vec<Value>) -> Vec<String> {
+    events
+        .into_iter()
+        .map(|event| {
+            format!(
+                "event: {}\ndata: {event}\n\n",
+                event["type"].as_str().unwrap_or_default()
+            )
+        })
+        .collect()
+}
+
+/// Streams `frames`; for `reset` sends the first then breaks the connection; for `slow` never ends.
+fn typed_response(
+    model: &str,
+    fake: &Fake,
+    frames: Vec<String>,
+    slow_frame: fn(u32) -> String,
+) -> Response {
+    match model {
+        "reset" => {
+            let first = frames.concat();
+            let stream = futures::stream::unfold(0u8, move |step| {
+                let first = first.clone();
+                async move {
+                    match step {
+                        0 => Some((Ok::<_, std::io::Error>(Bytes::from(first)), 1)),
+                        1 => {
+                            tokio::time::sleep(Duration::from_millis(200)).await;
+                            Some((Err(std::io::Error::other("connection reset")), 2))
+                        }
+                        _ => None,
+                    }
+                }
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_default()
+        }
+        "slow" => {
+            let flag = DropFlag(fake.slow_stream_closed.clone());
+            let stream = futures::stream::unfold((0u32, flag), move |(n, flag)| async move {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Some((
+                    Ok::<_, Infallible>(Bytes::from(slow_frame(n))),
+                    (n + 1, flag),
+                ))
+            });
+            Response::builder()
+                .header("content-type", "text/event-stream")
+                .body(Body::from_stream(stream))
+                .unwrap_or_default()
+        }
+        _ => sse(frames),
+    }
+}
+
+fn responses_text(delta: &str) -> Value {
+    json!({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": delta})
+}
+
+fn responses_completed(input: u64, output: u64) -> Value {
+    json!({"type": "response.completed", "response": {"status": "completed",
+           "usage": {"input_tokens": input, "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 3}}}})
+}
+
+async fn responses(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    fake.requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((headers, body.clone()));
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let has_outputs = body["input"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"));
+    let (text, completed) = (responses_text, responses_completed);
+    let frames = match model.as_str() {
+        "tools" if !has_outputs => typed(vec![
+            json!({"type": "response.created", "response": {"status": "in_progress"}}),
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_1", "call_id": "call_a", "name": "grep_search", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": "{\"query\":"}),
+            json!({"type": "response.output_item.added", "output_index": 1, "item": {"type": "function_call", "id": "fc_2", "call_id": "call_b", "name": "list_dir", "arguments": ""}}),
+            json!({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": " \"TODO\"}"}),
+            json!({"type": "response.function_call_arguments.done", "item_id": "fc_2", "output_index": 1, "arguments": "{\"path\": \".\"}"}),
+            completed(100, 20),
+        ]),
+        "tools" => typed(vec![text("Found "), text("one TODO."), completed(300, 5)]),
+        "reasoning" => typed(vec![
+            json!({"type": "response.reasoning_summary_part.added", "item_id": "rs_1", "output_index": 0, "summary_index": 0}),
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": "Let me "}),
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": "think."}),
+            json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 1, "delta": "Second part."}),
+            text("Done thinking."),
+            completed(10, 8),
+        ]),
+        "malformed" => vec![
+            typed(vec![text("Partial ")]).concat(),
+            "data: {not json\n\n".to_owned(),
+        ],
+        _ => typed(vec![text("Half an answer")]),
+    };
+    typed_response(&model, &fake, frames, |n| {
+        typed(vec![responses_text(&format!("word{n} "))]).concat()
+    })
+}
+
+fn anthropic_text(index: u64, text: &str) -> Value {
+    json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}})
+}
+
+async fn messages(
+    State(fake): State<Fake>,
+    headers: HeaderMap,
+    Json(body): Json<Value>,
+) -> Response {
+    fake.requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push((headers, body.clone()));
+    let model = body["model"].as_str().unwrap_or_default().to_owned();
+    let has_results = body["messages"].as_array().is_some_and(|m| {
+        m.iter().any(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        })
+    });
+    let start = |input: u64| json!({"type": "message_start", "message": {"id": "msg_1", "role": "assistant", "usage": {"input_tokens": input, "output_tokens": 1}}});
+    let block = |index: u64, content: Value| json!({"type": "content_block_start", "index": index, "content_block": content});
+    let delta = |index: u64, delta: Value| json!({"type": "content_block_delta", "index": index, "delta": delta});
+    let stop = |index: u64| json!({"type": "content_block_stop", "index": index});
+    let end = |reason: &str, output: u64| {
+        vec![
+            json!({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": output}}),
+            json!({"type": "message_stop"}),
+        ]
+    };
+    let text = anthropic_text;
+    let frames = match model.as_str() {
+        "tools" if !has_results => typed(
+            [
+                vec![start(100), json!({"type": "ping"})],
+                vec![block(
+                    0,
+                    json!({"type": "tool_use", "id": "call_a", "name": "grep_search", "input": {}}),
+                )],
+                vec![
+                    delta(
+                        0,
+                        json!({"type": "input_json_delta", "partial_json": "{\"query\":"}),
+                    ),
+                    delta(
+                        0,
+                        json!({"type": "input_json_delta", "partial_json": " \"TODO\"}"}),
+                    ),
+                    stop(0),
+                ],
+                vec![block(
+                    1,
+                    json!({"type": "tool_use", "id": "call_b", "name": "list_dir", "input": {}}),
+                )],
+                vec![
+                    delta(
+                        1,
+                        json!({"type": "input_json_delta", "partial_json": "{\"path\": \".\"}"}),
+                    ),
+                    stop(1),
+                ],
+                end("tool_use", 20),
+            ]
+            .concat(),
+        ),
+        "tools" => typed(
+            [
+                vec![
+                    start(300),
+                    block(0, json!({"type": "text", "text": ""})),
+                    text(0, "Found "),
+                    text(0, "one TODO."),
+                    stop(0),
+                ],
+                end("end_turn", 5),
+            ]
+            .concat(),
+        ),
+        "reasoning" => typed(
+            [
+                vec![
+                    start(10),
+                    block(0, json!({"type": "thinking", "thinking": ""})),
+                ],
+                vec![
+                    delta(0, json!({"type": "thinking_delta", "thinking": "Let me "})),
+                    delta(0, json!({"type": "thinking_delta", "thinking": "think."})),
+                    delta(0, json!({"type": "signature_delta", "signature": "abc"})),
+                    stop(0),
+                ],
+                vec![
+                    block(1, json!({"type": "thinking", "thinking": ""})),
+                    delta(
+                        1,
+                        json!({"type": "thinking_delta", "thinking": "Second part."}),
+                    ),
+                    stop(1),
+                ],
+                vec![
+                    block(2, json!({"type": "text", "text": ""})),
+                    text(2, "Done thinking."),
+                    stop(2),
+                ],
+                end("end_turn", 8),
+            ]
+            .concat(),
+        ),
+        "malformed" => vec![
+            typed(vec![
+                start(1),
+                block(0, json!({"type": "text", "text": ""})),
+                text(0, "Partial "),
+            ])
+            .concat(),
+            "data: {not json\n\n".to_owned(),
+        ],
+        _ => typed(vec![
+            start(1),
+            block(0, json!({"type": "text", "text": ""})),
+            text(0, "Half an answer"),
+        ]),
+    };
+    typed_response(&model, &fake, frames, |n| {
+        let mut events = Vec::new();
+        if n == 0 {
+            events.push(json!({"type": "message_start", "message": {"usage": {"input_tokens": 1, "output_tokens": 1}}}));
+            events.push(json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+        }
+        events.push(anthropic_text(0, &format!("word{n} ")));
+        typed(events).concat()
+    })
+}
+
 async fn start() -> (TestServer, Fake) {
     let fake = Fake::default();
     let router = Router::new()
         .route("/v1/chat/completions", post(completions))
+        .route("/v1/responses", post(responses))
+        .route("/v1/messages", post(messages))
         .with_state(fake.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
@@ -211,9 +459,14 @@ async fn start() -> (TestServer, Fake) {
     let providers = dir.path().join("providers.json");
     std::fs::write(
         &providers,
-        json!({"providers": [{"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
-               "models": ["tools", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]}],
-               "max_steps": 4})
+json!({"providers": [
+            {"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
+             "models": ["tools", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
+            {"name": "resp", "kind": "openai_responses", "base_url": base, "api_key_env": KEY_VARIABLE,
+             "models": ["tools", "reasoning", "malformed", "reset", "slow"]},
+            {"name": "anth", "kind": "anthropic", "base_url": base, "api_key_env": KEY_VARIABLE,
+             "models": ["tools", "reasoning", "malformed", "reset", "slow"]}
+        ], "max_steps": 4})
         .to_string(),
     )
     .expect("write providers file");
@@ -448,4 +701,140 @@ async fn rate_limits_are_retried_and_bad_keys_and_models_end_with_clear_errors()
 
 fn server_data(server: &TestServer) -> std::path::PathBuf {
     server.dir.path().join("data")
+}
+
+/// The same behaviour through the Responses API and Anthropic Messages wire formats.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_and_anthropic_adapters_map_tools_reasoning_parts_and_failures() {
+    let (server, fake) = start().await;
+    for provider in ["resp", "anth"] {
+        // A two-step loop with two tool calls whose arguments stream in fragments.
+        let events = server
+            .chat_stream(&format!("{provider}/tools"), "Where are the TODOs?")
+            .await
+            .collect()
+            .await;
+        assert_invariants(&events);
+        let message = final_message(&events);
+        let calls: Vec<_> = message.tool_calls().collect();
+        assert_eq!(calls.len(), 2, "{provider}: {:?}", events.last());
+        assert_eq!(
+            (calls[0].name.as_str(), &calls[0].args),
+            ("grep_search", &json!({"query": "TODO"})),
+            "{provider}"
+        );
+        assert_eq!(
+            (calls[1].name.as_str(), &calls[1].args),
+            ("list_dir", &json!({"path": "."})),
+            "{provider}"
+        );
+        assert!(
+            calls.iter().all(|c| c.status == ToolCallStatus::Success),
+            "{provider}"
+        );
+        assert_eq!(message.text(), "Found one TODO.", "{provider}");
+        assert_eq!(
+            message.usage.map(|u| u.input_tokens),
+            Some(400),
+            "{provider}"
+        );
+        let last_request = fake
+            .requests
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .last()
+            .cloned()
+            .expect("requests");
+        let sent = last_request.1.to_string();
+        assert!(
+            sent.contains("call_a") && sent.contains("notes.md:2"),
+            "{provider}: results went back: {sent}"
+        );
+        let auth = if provider == "anth" {
+            "x-api-key"
+        } else {
+            "authorization"
+        };
+        assert!(
+            last_request
+                .0
+                .get(auth)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.ends_with(KEY)),
+            "{provider}: {auth}"
+        );
+
+        // Reasoning parts keep their summary_index.
+        let events = server
+            .chat_stream(&format!("{provider}/reasoning"), "Think")
+            .await
+            .collect()
+            .await;
+        assert_invariants(&events);
+        let message = final_message(&events);
+        let Some(Segment::Reasoning(segment)) = message.segments.first() else {
+            panic!("{provider}: {message:?}")
+        };
+        let parts: Vec<(u32, &str)> = segment
+            .parts
+            .iter()
+            .map(|p| (p.summary_index, p.text.as_str()))
+            .collect();
+        assert_eq!(
+            parts,
+            [(0, "Let me think."), (1, "Second part.")],
+            "{provider}"
+        );
+        assert_eq!(message.text(), "Done thinking.", "{provider}");
+
+        // A malformed chunk and a broken connection end with readable errors, partial text kept.
+        for (model, code, partial) in [
+            ("malformed", "malformed_stream", "Partial "),
+            ("reset", "stream_interrupted", "Half an answer"),
+        ] {
+            let events = server
+                .chat_stream(&format!("{provider}/{model}"), "Go")
+                .await
+                .collect()
+                .await;
+            let EventKind::MessageError {
+                code: got, message, ..
+            } = &events.last().expect("events").kind
+            else {
+                panic!("{provider}/{model}")
+            };
+            assert_eq!(
+                (got.as_str(), message.text().as_str()),
+                (code, partial),
+                "{provider}/{model}"
+            );
+        }
+
+        // Stop closes the connection to the provider.
+        fake.slow_stream_closed.store(false, Ordering::SeqCst);
+        let started = server
+            .start_run(&format!("{provider}/slow"), "Ramble")
+            .await;
+        let run_id = started["run_id"].as_str().expect("run").to_owned();
+        server
+            .subscribe(&run_id, None)
+            .await
+            .until(|event| is_type(event, "text_delta"))
+            .await;
+        let (status, _) = server
+            .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+            .await;
+        assert_eq!(status, 200);
+        let deadline = std::time::Instant::now() + Duration::from_secs(3);
+        while !fake.slow_stream_closed.load(Ordering::SeqCst)
+            && std::time::Instant::now() < deadline
+        {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(
+            fake.slow_stream_closed.load(Ordering::SeqCst),
+            "{provider}: the provider saw its connection close"
+        );
+    }
+    server.stop().await;
 }

@@ -58,7 +58,9 @@ fn ConversationView(
     models: ModelList,
     conversations_changed: RwSignal<u32>,
 ) -> impl IntoView {
-    let model = conversation.as_ref().map_or(models.default.clone(), |c| c.summary.model.clone());
+    let model = conversation
+        .as_ref()
+        .map_or(models.default.clone(), |c| c.summary.model.clone());
     let active_run = conversation.as_ref().and_then(|c| c.active_run.clone());
     let (id, messages) = match conversation {
         Some(conversation) => {

@@ -232,8 +232,7 @@ impl RunContext {
             context: self,
             segment_id: new_id("rs"),
             sequence_number: self.next_sequence_number(),
-            text: String::new(),
-            started: false,
+            current: None,
         }
     }
 
@@ -284,40 +283,46 @@ pub fn chunks(text: &str, size: usize) -> Vec<&str> {
     pieces
 }
 
-/// One reasoning part streamed delta by delta; `finish` completes it (dropping it does too).
+/// A reasoning segment streamed delta by delta, in parts numbered by `summary_index`. A part
+/// completes when the next one starts; `finish` (or dropping the writer) completes the last.
 pub struct ReasoningWriter<'a> {
     context: &'a RunContext,
     segment_id: String,
     sequence_number: u32,
-    text: String,
-    started: bool,
+    /// The part being written: (summary_index, its text so far).
+    current: Option<(u32, String)>,
 }
 
 impl ReasoningWriter<'_> {
-    pub fn delta(&mut self, delta: &str) {
+    pub fn delta(&mut self, summary_index: u32, delta: &str) {
         if delta.is_empty() {
             return;
         }
-        if !self.started {
-            self.started = true;
+        if self
+            .current
+            .as_ref()
+            .is_some_and(|(index, _)| *index != summary_index)
+        {
+            self.complete();
+        }
+        if self.current.is_none() {
+            self.current = Some((summary_index, String::new()));
             self.context.run.emit(EventKind::ReasoningPartStarted {
                 segment_id: self.segment_id.clone(),
-                summary_index: 0,
+                summary_index,
                 sequence_number: self.sequence_number,
             });
         }
-        self.text.push_str(delta);
+        if let Some((_, text)) = self.current.as_mut() {
+            text.push_str(delta);
+        }
         for piece in chunks(delta, MAX_DELTA_CHARS) {
             self.context.run.emit(EventKind::ReasoningPartDelta {
                 segment_id: self.segment_id.clone(),
-                summary_index: 0,
+                summary_index,
                 text_delta: piece.to_owned(),
             });
         }
-    }
-
-    pub fn text(&self) -> &str {
-        &self.text
     }
 
     pub fn finish(mut self) {
@@ -325,11 +330,11 @@ impl ReasoningWriter<'_> {
     }
 
     fn complete(&mut self) {
-        if std::mem::take(&mut self.started) {
+        if let Some((summary_index, final_text)) = self.current.take() {
             self.context.run.emit(EventKind::ReasoningPartCompleted {
                 segment_id: self.segment_id.clone(),
-                summary_index: 0,
-                final_text: self.text.clone(),
+                summary_index,
+                final_text,
             });
         }
     }

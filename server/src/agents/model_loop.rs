@@ -32,10 +32,10 @@ struct RunSink<'a> {
 }
 
 impl TurnSink for RunSink<'_> {
-    fn reasoning(&mut self, delta: &str) {
+    fn reasoning(&mut self, summary_index: u32, delta: &str) {
         self.reasoning
             .get_or_insert_with(|| self.context.begin_reasoning())
-            .delta(delta);
+            .delta(summary_index, delta);
     }
 
     fn text(&mut self, delta: &str) {

@@ -98,6 +98,9 @@ impl ConversationSource for PageSource {
 
     fn models(&self) -> ModelList {
         let (models, default) = self.engine.models();
-        ModelList { models, default: default.to_owned() }
+        ModelList {
+            models,
+            default: default.to_owned(),
+        }
     }
 }

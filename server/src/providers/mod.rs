@@ -4,7 +4,10 @@
 //! (`--providers-file`); API keys come only from environment variables it names, and never reach
 //! the browser, the events, the database or the logs.
 
+mod anthropic;
+mod http;
 mod openai_chat;
+mod openai_responses;
 mod sse;
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
@@ -13,7 +16,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::agents::BoxFuture;
+pub use anthropic::Anthropic;
 pub use openai_chat::OpenAiChat;
+pub use openai_responses::OpenAiResponses;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -50,6 +55,10 @@ pub struct ProviderConfig {
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions: OpenAI, vLLM, Ollama, llama.cpp's server, OpenRouter.
     OpenaiChat,
+    /// The OpenAI Responses API.
+    OpenaiResponses,
+    /// Anthropic Messages.
+    Anthropic,
 }
 
 /// A message of the conversation sent to the model, in OpenAI chat format (the inspector's format
@@ -108,9 +117,10 @@ pub struct TurnOutput {
     pub finish_reason: Option<String>,
 }
 
-/// Receives a turn's stream as it arrives.
+/// Receives a turn's stream as it arrives. Reasoning comes in parts numbered by `summary_index`
+/// (0 when the provider has a single stream of thinking).
 pub trait TurnSink: Send {
-    fn reasoning(&mut self, delta: &str);
+    fn reasoning(&mut self, summary_index: u32, delta: &str);
     fn text(&mut self, delta: &str);
 }
 
@@ -197,6 +207,14 @@ impl Providers {
             let adapter: Arc<dyn ChatProvider> = match config.kind {
                 ProviderKind::OpenaiChat => {
                     Arc::new(OpenAiChat::new(client.clone(), &config.base_url, api_key))
+                }
+                ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(
+                    client.clone(),
+                    &config.base_url,
+                    api_key,
+                )),
+                ProviderKind::Anthropic => {
+                    Arc::new(Anthropic::new(client.clone(), &config.base_url, api_key))
                 }
             };
             providers.insert(

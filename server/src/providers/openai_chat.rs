@@ -3,13 +3,9 @@
 //! (which never leaks into the answer); tool calls arrive in fragments joined by `index`; usage
 //! comes with the last chunk (`stream_options.include_usage`).
 
-use futures::StreamExt;
 use serde_json::{json, Value};
 
-use super::{
-    sse::SseDecoder, ChatProvider, ProviderError, RequestedCall, TurnOutput, TurnRequest, TurnSink,
-    RETRY_DELAYS,
-};
+use super::{http, ChatProvider, ProviderError, RequestedCall, TurnOutput, TurnRequest, TurnSink};
 use crate::agents::BoxFuture;
 
 pub struct OpenAiChat {
@@ -62,99 +58,6 @@ impl OpenAiChat {
         }
         body
     }
-
-    /// Sends the request, retrying 429 and 5xx with backoff; nothing has streamed yet then.
-    async fn send(&self, request: &TurnRequest) -> Result<reqwest::Response, ProviderError> {
-        let body = Self::body(request);
-        let mut attempt = 0;
-        loop {
-            let mut builder = self.client.post(&self.url).json(&body);
-            if let Some(key) = &self.api_key {
-                builder = builder.bearer_auth(key);
-            }
-            let outcome = builder.send().await;
-            let retryable = match &outcome {
-                Ok(response) => {
-                    response.status().as_u16() == 429 || response.status().is_server_error()
-                }
-                Err(error) => error.is_connect(),
-            };
-            if retryable && attempt < RETRY_DELAYS.len() {
-                tokio::time::sleep(RETRY_DELAYS[attempt]).await;
-                attempt += 1;
-                continue;
-            }
-            let response = outcome.map_err(|error| {
-                ProviderError::new(
-                    "connection_failed",
-                    format!(
-                        "Could not reach the model provider: {}",
-                        without_url(&error)
-                    ),
-                )
-            })?;
-            let status = response.status();
-            if status.is_success() {
-                return Ok(response);
-            }
-            let detail = response
-                .text()
-                .await
-                .ok()
-                .and_then(|text| error_message(&text))
-                .unwrap_or_default();
-            let detail = if detail.is_empty() {
-                String::new()
-            } else {
-                format!(": {detail}")
-            };
-            return Err(match status.as_u16() {
-                401 | 403 => ProviderError::new(
-                    "provider_auth",
-                    format!("The provider rejected the API key ({status}){detail}"),
-                ),
-                404 => ProviderError::new(
-                    "unknown_model",
-                    format!("The provider does not know this model ({status}){detail}"),
-                ),
-                429 => ProviderError::new(
-                    "rate_limited",
-                    format!("The provider is rate-limiting requests ({status}){detail}"),
-                ),
-                500..=599 => ProviderError::new(
-                    "provider_unavailable",
-                    format!("The provider failed ({status}){detail}"),
-                ),
-                _ => ProviderError::new(
-                    "provider_error",
-                    format!("The provider refused the request ({status}){detail}"),
-                ),
-            });
-        }
-    }
-}
-
-/// The provider's own error message from an error body, shortened.
-fn error_message(body: &str) -> Option<String> {
-    let value: Value = serde_json::from_str(body).ok()?;
-    let message = value
-        .pointer("/error/message")
-        .or_else(|| value.get("message"))
-        .and_then(Value::as_str)?;
-    Some(
-        crate::sanitize::shorten(message, 300)
-            .map(|cut| format!("{cut}…"))
-            .unwrap_or_else(|| message.to_owned()),
-    )
-}
-
-/// reqwest's error text without the URL (which may carry credentials in its query).
-fn without_url(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
-    if let Some(url) = error.url() {
-        text = text.replace(url.as_str(), "the provider");
-    }
-    text
 }
 
 impl ChatProvider for OpenAiChat {
@@ -164,35 +67,14 @@ impl ChatProvider for OpenAiChat {
         sink: &'a mut dyn TurnSink,
     ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
         Box::pin(async move {
-            let response = self.send(request).await?;
-            let mut body = response.bytes_stream();
-            let mut decoder = SseDecoder::default();
-            let mut turn = TurnState::default();
-            let mut done = false;
-            while let Some(chunk) = body.next().await {
-                let bytes = chunk.map_err(|error| {
-                    ProviderError::new(
-                        "stream_interrupted",
-                        format!(
-                            "The connection to the provider broke mid-answer: {}",
-                            without_url(&error)
-                        ),
-                    )
-                })?;
-                for data in decoder.push(&bytes) {
-                    done |= turn.apply(&data, sink)?;
-                }
-            }
-            if let Some(data) = decoder.finish() {
-                done |= turn.apply(&data, sink)?;
-            }
-            if !done && turn.output.finish_reason.is_none() {
-                return Err(ProviderError::new(
-                    "stream_interrupted",
-                    "The provider's stream ended before the answer was complete.",
-                ));
-            }
-            turn.finish(sink)
+            let headers: Vec<(&str, String)> = self
+                .api_key
+                .iter()
+                .map(|key| ("authorization", format!("Bearer {key}")))
+                .collect();
+            let response =
+                http::send(&self.client, &self.url, &headers, &Self::body(request)).await?;
+            http::read_stream(response, TurnState::default(), sink).await
         })
     }
 }
@@ -206,18 +88,13 @@ struct TurnState {
     calls: std::collections::BTreeMap<u64, (String, String, String)>,
 }
 
-impl TurnState {
+impl http::StreamParser for TurnState {
     /// Applies one `data` payload; true at `[DONE]`.
     fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError> {
         if data.trim() == "[DONE]" {
             return Ok(true);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|_| {
-            ProviderError::new(
-                "malformed_stream",
-                "The provider sent a chunk that is not valid JSON.",
-            )
-        })?;
+        let chunk = http::parse_chunk(data)?;
         if let Some(error) = chunk.get("error") {
             let message = error
                 .get("message")
@@ -255,7 +132,7 @@ impl TurnState {
         for field in ["reasoning_content", "reasoning"] {
             if let Some(text) = delta.get(field).and_then(Value::as_str) {
                 self.output.reasoning.push_str(text);
-                sink.reasoning(text);
+                sink.reasoning(0, text);
             }
         }
         if let Some(content) = delta.get("content").and_then(Value::as_str) {
@@ -282,17 +159,8 @@ impl TurnState {
         Ok(false)
     }
 
-    fn emit(&mut self, piece: Piece, sink: &mut dyn TurnSink) {
-        match piece {
-            Piece::Reasoning(text) => {
-                self.output.reasoning.push_str(&text);
-                sink.reasoning(&text);
-            }
-            Piece::Text(text) => {
-                self.output.text.push_str(&text);
-                sink.text(&text);
-            }
-        }
+    fn completed(&self) -> bool {
+        self.output.finish_reason.is_some()
     }
 
     fn finish(mut self, sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError> {
@@ -318,6 +186,21 @@ impl TurnState {
             });
         }
         Ok(self.output)
+    }
+}
+
+impl TurnState {
+    fn emit(&mut self, piece: Piece, sink: &mut dyn TurnSink) {
+        match piece {
+            Piece::Reasoning(text) => {
+                self.output.reasoning.push_str(&text);
+                sink.reasoning(0, &text);
+            }
+            Piece::Text(text) => {
+                self.output.text.push_str(&text);
+                sink.text(&text);
+            }
+        }
     }
 }
 

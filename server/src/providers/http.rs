@@ -1,0 +1,158 @@
+//! What every adapter does the same way: send with retries (429 and 5xx, only before anything has
+//! streamed), map HTTP failures to readable errors, and read an SSE body through a parser.
+
+use futures::StreamExt;
+use serde_json::Value;
+
+use super::{sse::SseDecoder, ProviderError, TurnOutput, TurnSink, RETRY_DELAYS};
+
+/// Folds one provider's stream into a turn.
+pub trait StreamParser {
+    /// Applies one `data` payload; returns true when it ends the stream.
+    fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError>;
+    /// Whether the stream said it was complete (a finish reason, a stop event).
+    fn completed(&self) -> bool;
+    fn finish(self, sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError>;
+}
+
+/// POSTs `body` to `url`, retrying 429 and 5xx (and refused connections) with backoff.
+pub async fn send(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &[(&str, String)],
+    body: &Value,
+) -> Result<reqwest::Response, ProviderError> {
+    let mut attempt = 0;
+    loop {
+        let mut builder = client.post(url).json(body);
+        for (name, value) in headers {
+            builder = builder.header(*name, value);
+        }
+        let outcome = builder.send().await;
+        let retryable = match &outcome {
+            Ok(response) => {
+                response.status().as_u16() == 429 || response.status().is_server_error()
+            }
+            Err(error) => error.is_connect(),
+        };
+        if retryable && attempt < RETRY_DELAYS.len() {
+            tokio::time::sleep(RETRY_DELAYS[attempt]).await;
+            attempt += 1;
+            continue;
+        }
+        let response = outcome.map_err(|error| {
+            ProviderError::new(
+                "connection_failed",
+                format!(
+                    "Could not reach the model provider: {}",
+                    without_url(&error)
+                ),
+            )
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let detail = response
+            .text()
+            .await
+            .ok()
+            .and_then(|text| error_message(&text))
+            .unwrap_or_default();
+        let detail = if detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {detail}")
+        };
+        return Err(match status.as_u16() {
+            401 | 403 => ProviderError::new(
+                "provider_auth",
+                format!("The provider rejected the API key ({status}){detail}"),
+            ),
+            404 => ProviderError::new(
+                "unknown_model",
+                format!("The provider does not know this model ({status}){detail}"),
+            ),
+            429 => ProviderError::new(
+                "rate_limited",
+                format!("The provider is rate-limiting requests ({status}){detail}"),
+            ),
+            500..=599 => ProviderError::new(
+                "provider_unavailable",
+                format!("The provider failed ({status}){detail}"),
+            ),
+            _ => ProviderError::new(
+                "provider_error",
+                format!("The provider refused the request ({status}){detail}"),
+            ),
+        });
+    }
+}
+
+/// Reads the SSE body to its end through `parser`.
+pub async fn read_stream<P: StreamParser>(
+    response: reqwest::Response,
+    mut parser: P,
+    sink: &mut dyn TurnSink,
+) -> Result<TurnOutput, ProviderError> {
+    let mut body = response.bytes_stream();
+    let mut decoder = SseDecoder::default();
+    let mut done = false;
+    while let Some(chunk) = body.next().await {
+        let bytes = chunk.map_err(|error| {
+            ProviderError::new(
+                "stream_interrupted",
+                format!(
+                    "The connection to the provider broke mid-answer: {}",
+                    without_url(&error)
+                ),
+            )
+        })?;
+        for data in decoder.push(&bytes) {
+            done |= parser.apply(&data, sink)?;
+        }
+    }
+    if let Some(data) = decoder.finish() {
+        done |= parser.apply(&data, sink)?;
+    }
+    if !done && !parser.completed() {
+        return Err(ProviderError::new(
+            "stream_interrupted",
+            "The provider's stream ended before the answer was complete.",
+        ));
+    }
+    parser.finish(sink)
+}
+
+/// Parses one `data` payload as JSON, or fails as a malformed stream.
+pub fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
+    serde_json::from_str(data).map_err(|_| {
+        ProviderError::new(
+            "malformed_stream",
+            "The provider sent a chunk that is not valid JSON.",
+        )
+    })
+}
+
+/// The provider's own error message from an error body, shortened.
+pub fn error_message(body: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(body).ok()?;
+    let message = value
+        .pointer("/error/message")
+        .or_else(|| value.get("message"))
+        .and_then(Value::as_str)?;
+    Some(
+        crate::sanitize::shorten(message, 300)
+            .map(|cut| format!("{cut}…"))
+            .unwrap_or_else(|| message.to_owned()),
+    )
+}
+
+/// reqwest's error text without the URL (which may carry credentials in its query).
+pub fn without_url(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    if let Some(url) = error.url() {
+        text = text.replace(url.as_str(), "the provider");
+    }
+    text
+}
