@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod config;
 pub mod error;
+pub mod exports;
 pub mod http;
 pub mod providers;
 pub mod runs;

@@ -576,6 +576,36 @@ async fn a_two_step_loop_runs_the_requested_tools_and_sends_their_results_back()
         turns[1].response["choices"][0]["message"]["content"],
         "Found one TODO."
     );
+
+    // The inspector export: model turn, its two tool calls, the answering turn.
+    let (status, inspector) = server
+        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
+        .await;
+    assert_eq!(status, 200);
+    let entries = inspector.as_array().expect("a list");
+    let kinds: Vec<&str> = entries.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(
+        kinds,
+        ["llm_request", "tool_call", "tool_call", "llm_request"]
+    );
+    assert_eq!(entries[0]["model"], "tools");
+    assert_eq!(entries[0]["conversation"][0]["role"], "user");
+    assert_eq!(
+        entries[0]["response"]["choices"][0]["message"]["tool_calls"][1]["function"]["name"],
+        "list_dir"
+    );
+    assert_eq!(entries[1]["tool_name"], "grep_search");
+    assert_eq!(entries[1]["arguments"], json!({"query": "TODO"}));
+    assert!(entries[1]["result"]
+        .as_str()
+        .is_some_and(|r| r.contains("notes.md:2")));
+    assert!(entries[1]["cli_output"]
+        .as_str()
+        .is_some_and(|r| r.contains("notes.md:2")));
+    assert_eq!(
+        entries[3]["response"]["choices"][0]["message"]["content"],
+        "Found one TODO."
+    );
     server.stop().await;
 }
 

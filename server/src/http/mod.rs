@@ -48,6 +48,12 @@ pub fn router(state: AppState) -> Router {
         .route("/api/runs/{run_id}/cancel", post(chat::cancel))
         .route("/api/models", get(read::models))
         .route("/api/traces/{trace_id}", get(read::trace))
+        .route(
+            "/api/traces/{trace_id}/inspector.json",
+            get(read::inspector),
+        )
+        .route("/api/traces/{trace_id}/model-turns", get(read::model_turns))
+        .route("/thoughtflow/{file}", get(read::thoughtflow))
         .route("/api/conversations", get(read::conversations))
         .route("/api/conversations/{id}", get(read::conversation))
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))

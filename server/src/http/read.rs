@@ -56,3 +56,65 @@ pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
     let (models, default) = state.engine.models();
     Json(serde_json::json!({ "models": models, "default": default }))
 }
+
+/// `GET /api/traces/{trace_id}/inspector.json`: the Agent Inspector list (seed 003).
+pub async fn inspector(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(trace_id): Path<String>,
+) -> Result<Json<Vec<serde_json::Value>>> {
+    let trace = state
+        .store
+        .get_trace(&user.0, &trace_id)
+        .await?
+        .ok_or(Error::NotFound("trace"))?;
+    let turns = state.store.model_turns(&trace.trace_id).await?;
+    Ok(Json(crate::exports::inspector(&trace, &turns)))
+}
+
+/// `GET /api/traces/{trace_id}/model-turns`: each model turn's request and response as stored.
+pub async fn model_turns(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(trace_id): Path<String>,
+) -> Result<Json<Vec<crate::store::ModelTurn>>> {
+    let trace = state
+        .store
+        .get_trace(&user.0, &trace_id)
+        .await?
+        .ok_or(Error::NotFound("trace"))?;
+    Ok(Json(state.store.model_turns(&trace.trace_id).await?))
+}
+
+/// `GET /thoughtflow/{conversation_id}.json` and `.d2`: the conversation as a ThoughtFlow session.
+pub async fn thoughtflow(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(file): Path<String>,
+) -> Result<axum::response::Response> {
+    use axum::response::IntoResponse;
+    let (id, format) = file
+        .rsplit_once('.')
+        .ok_or(Error::NotFound("ThoughtFlow export"))?;
+    if format != "json" && format != "d2" {
+        return Err(Error::NotFound("ThoughtFlow export"));
+    }
+    let conversation = state
+        .store
+        .get_conversation(&user.0, id)
+        .await?
+        .ok_or(Error::NotFound("conversation"))?;
+    let traces = state.store.traces_for_conversation(&user.0, id).await?;
+    let flow = crate::exports::thoughtflow(&conversation, &traces);
+    Ok(match format {
+        "json" => Json(flow).into_response(),
+        _ => (
+            [(
+                axum::http::header::CONTENT_TYPE,
+                "text/plain; charset=utf-8",
+            )],
+            crate::exports::to_d2(&flow),
+        )
+            .into_response(),
+    })
+}

@@ -363,6 +363,30 @@ impl Store {
         self.trace_where("t.trace_id = ?", owner_id, trace_id).await
     }
 
+    /// Every trace of a conversation, oldest first (empty for an unknown or foreign conversation).
+    pub async fn traces_for_conversation(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+    ) -> Result<Vec<Trace>> {
+        let rows = sqlx::query(
+            "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.conversation_id = ? AND c.owner_id = ? ORDER BY t.started_at, t.created_at",
+        )
+        .bind(conversation_id)
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut traces = Vec::with_capacity(rows.len());
+        for row in rows {
+            let trace_id: String = row.try_get("trace_id")?;
+            if let Some(trace) = self.get_trace(owner_id, &trace_id).await? {
+                traces.push(trace);
+            }
+        }
+        Ok(traces)
+    }
+
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
         self.trace_where("t.run_id = ?", owner_id, run_id).await
     }

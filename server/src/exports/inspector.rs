@@ -1,0 +1,101 @@
+//! The Agent Inspector list: `llm_request` entries (the conversation as sent and the response, in
+//! OpenAI chat format) and `tool_call` entries, in the order they happened.
+
+use app::protocol::{fold, EventKind, ToolCallStatus};
+use serde_json::{json, Value};
+
+use crate::store::{ModelTurn, Trace};
+
+pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
+    // (when, entry): sorted by time, model turns before tools started at the same instant.
+    let mut entries: Vec<(String, u8, Value)> = Vec::new();
+    for turn in turns {
+        entries.push((turn.started_at.clone(), 0, llm_request(turn)));
+    }
+    if let Some(message) = fold(&trace.events) {
+        for call in message.tool_calls() {
+            let cli_output: String = trace
+                .events
+                .iter()
+                .filter_map(|event| match &event.kind {
+                    EventKind::ToolCallUpdate {
+                        call_id,
+                        output_delta: Some(delta),
+                        ..
+                    } if *call_id == call.call_id => Some(delta.as_str()),
+                    _ => None,
+                })
+                .collect();
+            let result = match (&call.status, &call.error) {
+                (ToolCallStatus::Success, _) => call.output.clone(),
+                (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
+                (status, None) => format!("{status:?}").to_lowercase(),
+            };
+            let arguments = if call.args.is_object() {
+                call.args.clone()
+            } else {
+                json!({ "value": call.args })
+            };
+            let mut entry = json!({
+                "type": "tool_call",
+                "tool_name": call.name,
+                "arguments": arguments,
+                "result": result,
+                "status": call.status,
+                "duration_ms": call.duration_ms,
+            });
+            if !cli_output.is_empty() {
+                entry["cli_output"] = Value::String(cli_output);
+            }
+            entries.push((call.started_at.clone(), 1, entry));
+        }
+    }
+    entries.sort_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
+    entries.into_iter().map(|(_, _, entry)| entry).collect()
+}
+
+/// One model turn as the seed's `llm_request`: every message with a string `content`, and a
+/// chat-completion `response` (a failed turn gets an empty answer and says why in `annotation`).
+fn llm_request(turn: &ModelTurn) -> Value {
+    let conversation: Vec<Value> = turn
+        .request
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(|messages| {
+            messages
+                .iter()
+                .map(|message| {
+                    let mut out = json!({
+                        "role": message.get("role").cloned().unwrap_or(json!("user")),
+                        "content": message.get("content").and_then(Value::as_str).unwrap_or_default(),
+                    });
+                    for key in ["tool_calls", "tool_call_id"] {
+                        if let Some(value) = message.get(key) {
+                            out[key] = value.clone();
+                        }
+                    }
+                    out
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut entry =
+        json!({ "type": "llm_request", "model": turn.model, "conversation": conversation });
+    match turn.response.get("error") {
+        None => entry["response"] = turn.response.clone(),
+        Some(error) => {
+            entry["response"] = json!({
+                "model": turn.model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "error"}],
+            });
+            entry["annotation"] = json!(format!(
+                "The turn failed: {}",
+                error
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error")
+            ));
+        }
+    }
+    entry
+}

@@ -1,0 +1,322 @@
+//! ThoughtFlow (seed 004): a conversation is a session, each user turn a run, and each run a list
+//! of typed steps with `depends_on` edges; and the same as a D2 diagram.
+
+use app::models::Conversation;
+use app::protocol::{fold, parse_rfc3339_millis, Segment, ToolCallStatus};
+use serde_json::{json, Value};
+
+use crate::store::Trace;
+
+/// The consolidated ThoughtFlow JSON of a conversation and its traces (oldest first).
+pub fn thoughtflow(conversation: &Conversation, traces: &[Trace]) -> Value {
+    let runs: Vec<Value> = traces
+        .iter()
+        .enumerate()
+        .map(|(index, trace)| run(conversation, trace, index + 1))
+        .collect();
+    let ended_at = traces.iter().filter_map(|t| t.completed_at.clone()).max();
+    json!({
+        "session_id": conversation.summary.id,
+        "title": conversation.summary.title,
+        "started_at": conversation.summary.created_at,
+        "ended_at": ended_at,
+        "runs": runs,
+    })
+}
+
+fn duration(from: &str, to: &str) -> Option<u64> {
+    let ms = parse_rfc3339_millis(to)? - parse_rfc3339_millis(from)?;
+    u64::try_from(ms).ok()
+}
+
+fn step(
+    id: &str,
+    label: &str,
+    depends_on: Value,
+    started_at: &str,
+    ended_at: &str,
+    started: Value,
+    completed: Value,
+) -> Value {
+    let mut step = json!({
+        "step_id": id,
+        "label": label,
+        "started_at": started_at,
+        "ended_at": ended_at,
+        "duration_ms": duration(started_at, ended_at).unwrap_or(0),
+        "payload_started": started,
+        "payload_completed": completed,
+    });
+    if !depends_on.is_null() {
+        step["depends_on"] = depends_on;
+    }
+    step
+}
+
+fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
+    let prefix = format!("r{number}");
+    let mut steps = Vec::new();
+    let user_text = conversation
+        .messages
+        .iter()
+        .find(|m| m.id == trace.user_message_id)
+        .map(|m| m.text())
+        .unwrap_or_default();
+    let user_step = format!("{prefix}_s1");
+    steps.push(step(
+        &user_step,
+        "user_message",
+        Value::Null,
+        &trace.started_at,
+        &trace.started_at,
+        json!({"text": user_text}),
+        json!({"ok": true}),
+    ));
+    let message = fold(&trace.events);
+    let ended_at = trace
+        .completed_at
+        .clone()
+        .or_else(|| trace.events.last().map(|e| e.ts.clone()))
+        .unwrap_or_else(|| trace.started_at.clone());
+    let mut outputs: Vec<String> = Vec::new();
+    let mut counter = 1;
+    let mut next_id = || {
+        counter += 1;
+        format!("{prefix}_s{counter}")
+    };
+    let mut answered = false;
+    for segment in message
+        .as_ref()
+        .map(|m| m.segments.clone())
+        .unwrap_or_default()
+    {
+        match segment {
+            Segment::Reasoning(reasoning) => {
+                let end = reasoning
+                    .completed_at
+                    .clone()
+                    .unwrap_or_else(|| reasoning.started_at.clone());
+                steps.push(step(
+                    &next_id(),
+                    "generic",
+                    json!(user_step),
+                    &reasoning.started_at,
+                    &end,
+                    json!({"kind": "reasoning"}),
+                    json!({"text": reasoning.combined_text}),
+                ));
+            }
+            Segment::ToolCall(call) => {
+                let call_step = next_id();
+                let end = parse_rfc3339_millis(&call.started_at)
+                    .zip(call.duration_ms)
+                    .map(|(start, ms)| app::protocol::format_rfc3339_millis(start + ms as i64))
+                    .unwrap_or_else(|| call.started_at.clone());
+                steps.push(step(
+                    &call_step,
+                    "tool_call",
+                    json!(user_step),
+                    &call.started_at,
+                    &end,
+                    json!({"name": call.name, "args": call.args}),
+                    json!({"ok": call.status == ToolCallStatus::Success, "status": call.status}),
+                ));
+                let output_step = next_id();
+                let (label, completed) = match (&call.status, &call.error) {
+                    (ToolCallStatus::Success, _) => (
+                        "tool_output",
+                        json!({"result": call.output, "truncated": call.truncated}),
+                    ),
+                    (_, Some(error)) => (
+                        "tool_error",
+                        json!({"error": {"kind": error.kind, "message": error.message}}),
+                    ),
+                    (status, None) => (
+                        "tool_error",
+                        json!({"error": {"kind": format!("{status:?}").to_lowercase(), "message": "The tool did not finish."}}),
+                    ),
+                };
+                steps.push(step(
+                    &output_step,
+                    label,
+                    json!(call_step),
+                    &end,
+                    &end,
+                    json!({}),
+                    completed,
+                ));
+                outputs.push(output_step);
+            }
+            Segment::Text(text) => {
+                let mut depends = vec![user_step.clone()];
+                depends.extend(outputs.iter().cloned());
+                steps.push(step(
+                    &next_id(),
+                    "assistant_message",
+                    json!(depends),
+                    &ended_at,
+                    &ended_at,
+                    json!({}),
+                    json!({"text": text.text}),
+                ));
+                answered = true;
+            }
+        }
+    }
+    if !answered || trace.status != "completed" {
+        let mut depends = vec![user_step.clone()];
+        depends.extend(outputs.iter().cloned());
+        steps.push(step(
+            &next_id(),
+            "generic",
+            json!(depends),
+            &ended_at,
+            &ended_at,
+            json!({"kind": "run_end"}),
+            json!({"status": trace.status, "reason": trace.cancellation_reason, "cancelled_by": trace.cancelled_by}),
+        ));
+    }
+    json!({
+        "run_id": trace.run_id,
+        "trace_id": trace.trace_id,
+        "channel": "text",
+        "status": trace.status,
+        "model": trace.model,
+        "started_at": trace.started_at,
+        "ended_at": trace.completed_at,
+        "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| duration(&trace.started_at, &ended_at)),
+        "steps": steps,
+    })
+}
+
+/// A D2 diagram of the ThoughtFlow: runs as containers, steps as nodes, `depends_on` as edges.
+/// Keys are generated ids; every piece of text goes into a quoted, escaped label, so nothing the
+/// model or a tool wrote can change the diagram's structure.
+pub fn to_d2(flow: &Value) -> String {
+    let mut out = String::from("direction: down\n");
+    out.push_str(&format!(
+        "title: {} {{\n  shape: text\n  near: top-center\n}}\n",
+        quote(&format!("ThoughtFlow: {}", text(&flow["title"])))
+    ));
+    for (index, run) in flow["runs"].as_array().into_iter().flatten().enumerate() {
+        let run_key = format!("run{}", index + 1);
+        let duration = run["duration_ms"]
+            .as_u64()
+            .map(|ms| format!(" · {:.1} s", ms as f64 / 1000.0))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{run_key}: {} {{\n",
+            quote(&format!(
+                "Run {} · {}{duration}",
+                index + 1,
+                text(&run["status"])
+            ))
+        ));
+        let steps = run["steps"].as_array().cloned().unwrap_or_default();
+        for step in &steps {
+            let id = text(&step["step_id"]);
+            out.push_str(&format!("  {}: {}\n", key(&id), quote(&step_label(step))));
+        }
+        for step in &steps {
+            let id = text(&step["step_id"]);
+            let depends: Vec<String> = match &step["depends_on"] {
+                Value::String(one) => vec![one.clone()],
+                Value::Array(many) => many.iter().map(text).collect(),
+                _ => Vec::new(),
+            };
+            for from in depends {
+                out.push_str(&format!("  {} -> {}\n", key(&from), key(&id)));
+            }
+        }
+        out.push_str("}\n");
+    }
+    out
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// Step ids are ours (`r1_s2`), but keep keys to `[A-Za-z0-9_]` whatever happens.
+fn key(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn step_label(step: &Value) -> String {
+    let label = text(&step["label"]);
+    let detail = match label.as_str() {
+        "user_message" => text(&step["payload_started"]["text"]),
+        "assistant_message" => text(&step["payload_completed"]["text"]),
+        "tool_call" => format!(
+            "{} {}",
+            text(&step["payload_started"]["name"]),
+            step["payload_started"]["args"]
+        ),
+        "tool_output" => text(&step["payload_completed"]["result"]),
+        "tool_error" => text(&step["payload_completed"]["error"]["message"]),
+        _ => {
+            text(&step["payload_completed"]["text"]).to_owned()
+                + &text(&step["payload_completed"]["status"])
+        }
+    };
+    let detail: String = detail.split_whitespace().collect::<Vec<_>>().join(" ");
+    let detail = match crate::sanitize::shorten(&detail, 80) {
+        Some(cut) => format!("{cut}…"),
+        None => detail,
+    };
+    let ms = step["duration_ms"]
+        .as_u64()
+        .filter(|ms| *ms > 0)
+        .map(|ms| format!(" ({ms} ms)"))
+        .unwrap_or_default();
+    if detail.is_empty() {
+        format!("{label}{ms}")
+    } else {
+        format!("{label}{ms}\n{detail}")
+    }
+}
+
+/// A D2 double-quoted string: backslashes, quotes and `$` escaped, newlines as `\n`, other
+/// control characters dropped.
+pub fn quote(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '"' => out.push_str("\\\""),
+            '$' => out.push_str("\\$"),
+            '\n' => out.push_str("\\n"),
+            c if c.is_control() => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quoting_keeps_any_text_inside_one_string() {
+        assert_eq!(
+            quote("say \"hi\" {x} \\ $HOME\nnext\t"),
+            "\"say \\\"hi\\\" {x} \\\\ \\$HOME\\nnext \""
+        );
+        assert_eq!(key("r1_s2; x -> y"), "r1_s2__x____y");
+    }
+}
