@@ -146,11 +146,18 @@ fn request_record(request: &TurnRequest) -> Value {
         .messages
         .iter()
         .map(|message| {
-            let mut message = message.clone();
-            for call in &mut message.tool_calls {
-                call.arguments = redact_arguments(&call.arguments);
+            let mut out = serde_json::json!({"role": message.role, "content": message.content});
+            if !message.tool_calls.is_empty() {
+                out["tool_calls"] = message
+                    .tool_calls
+                    .iter()
+                    .map(|call| serde_json::json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": redact_arguments(&call.arguments)}}))
+                    .collect();
             }
-            serde_json::to_value(&message).unwrap_or(Value::Null)
+            if let Some(id) = &message.tool_call_id {
+                out["tool_call_id"] = Value::String(id.clone());
+            }
+            out
         })
         .collect();
     let tools: Vec<Value> = request
