@@ -68,7 +68,7 @@ test('the inspector export of a model run and of a scripted run matches its sche
   const entries = await (await fetch(`${server.url}/api/traces/${modelRun.trace_id}/inspector.json`)).json();
   assert.deepEqual(entries.map((e) => e.type), ['llm_request', 'tool_call', 'llm_request']);
   assert.equal(entries[0].response.choices[0].message.tool_calls[0].function.name, 'grep_search');
-  assert.match(entries[2].response.choices[0].message.content, /Answer with Quotes/);
+  assert.match(entries[2].response.choices[0].message.content, /^Answer with ünïcødé 漢字 🙂 Quotes "double"/);
 });
 
 test('the ThoughtFlow JSON matches its schema and its D2 compiles with the real d2 compiler', async () => {

@@ -73,6 +73,7 @@ impl Agent for ModelAgent {
                     tools: tools.clone(),
                 };
                 let started_at = crate::runs::now_rfc3339();
+                let after_seq = context.run.event_count();
                 let mut sink = RunSink {
                     context,
                     reasoning: None,
@@ -81,6 +82,7 @@ impl Agent for ModelAgent {
                 drop(sink);
                 context.record_model_turn(ModelTurn {
                     model: self.model.clone(),
+                    after_seq,
                     request: request_record(&request),
                     response: response_record(&self.model, &turn),
                     started_at,

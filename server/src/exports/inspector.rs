@@ -7,11 +7,18 @@ use serde_json::{json, Value};
 use crate::store::{ModelTurn, Trace};
 
 pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
-    // (when, entry): sorted by time, model turns before tools started at the same instant.
-    let mut entries: Vec<(String, u8, Value)> = Vec::new();
+    // (position in the event log, entry): a turn sits after the last event before its request;
+    // a tool call at its `tool_call_started` event. The log's order is the order things happened.
+    let mut entries: Vec<(u64, u8, Value)> = Vec::new();
     for turn in turns {
-        entries.push((turn.started_at.clone(), 0, llm_request(turn)));
+        entries.push((turn.after_seq, 1, llm_request(turn)));
     }
+    let started_seq = |call_id: &str| {
+        trace.events.iter().find_map(|event| match &event.kind {
+            EventKind::ToolCallStarted { call_id: id, .. } if id == call_id => Some(event.seq),
+            _ => None,
+        })
+    };
     if let Some(message) = fold(&trace.events) {
         for call in message.tool_calls() {
             let cli_output: String = trace
@@ -47,10 +54,11 @@ pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
             if !cli_output.is_empty() {
                 entry["cli_output"] = Value::String(cli_output);
             }
-            entries.push((call.started_at.clone(), 1, entry));
+            // A tool call's started event comes after the turn that asked for it (seq > after_seq).
+            entries.push((started_seq(&call.call_id).unwrap_or(u64::MAX), 0, entry));
         }
     }
-    entries.sort_by(|a, b| (a.0.as_str(), a.1).cmp(&(b.0.as_str(), b.1)));
+    entries.sort_by_key(|(position, tie, _)| (*position, *tie));
     entries.into_iter().map(|(_, _, entry)| entry).collect()
 }
 

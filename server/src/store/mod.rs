@@ -58,6 +58,8 @@ pub struct FinishedTrace<'a> {
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelTurn {
     pub model: String,
+    /// The run's last event seq before the request went out.
+    pub after_seq: u64,
     pub request: serde_json::Value,
     pub response: serde_json::Value,
     pub started_at: String,

@@ -194,12 +194,13 @@ impl Store {
         update_message(&mut tx, message).await?;
         for (index, turn) in finished.model_turns.iter().enumerate() {
             sqlx::query(
-                "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, request, response, started_at, completed_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(finished.trace_id)
             .bind(index as i64)
             .bind(&turn.model)
+            .bind(turn.after_seq as i64)
             .bind(turn.request.to_string())
             .bind(turn.response.to_string())
             .bind(&turn.started_at)
@@ -214,7 +215,7 @@ impl Store {
     /// The model turns of a trace, in order, for the inspector.
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<super::ModelTurn>> {
         let rows = sqlx::query(
-            "SELECT model, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
+            "SELECT model, after_seq, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
@@ -226,8 +227,10 @@ impl Store {
                     serde_json::from_str(&text)
                         .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
                 };
+                let after_seq: i64 = row.try_get("after_seq")?;
                 Ok(super::ModelTurn {
                     model: row.try_get("model")?,
+                    after_seq: after_seq.max(0) as u64,
                     request: parse("request")?,
                     response: parse("response")?,
                     started_at: row.try_get("started_at")?,
