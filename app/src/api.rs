@@ -3,7 +3,32 @@
 
 use leptos::prelude::*;
 
-use crate::models::{Conversation, ConversationSummary, ModelList};
+use crate::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
+
+#[server(prefix = "/api/fn", endpoint = "model_turns")]
+pub async fn get_model_turns(trace_id: String) -> Result<Vec<ModelTurnTiming>, ServerFnError> {
+    ssr::source()?
+        .model_turns(trace_id)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+#[server(prefix = "/api/fn", endpoint = "trace")]
+pub async fn get_trace(trace_id: String) -> Result<Option<Trace>, ServerFnError> {
+    ssr::source()?
+        .trace(trace_id)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// The Agent Inspector entries of a trace (seed 003's JSON list).
+#[server(prefix = "/api/fn", endpoint = "inspector")]
+pub async fn get_inspector(trace_id: String) -> Result<Vec<serde_json::Value>, ServerFnError> {
+    ssr::source()?
+        .inspector(trace_id)
+        .await
+        .map_err(ServerFnError::new)
+}
 
 #[server(prefix = "/api/fn", endpoint = "models")]
 pub async fn list_models() -> Result<ModelList, ServerFnError> {
@@ -28,7 +53,7 @@ pub mod ssr {
 
     use leptos::prelude::*;
 
-    use crate::models::{Conversation, ConversationSummary, ModelList};
+    use crate::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
 
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -38,6 +63,15 @@ pub mod ssr {
         fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>>;
         fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>>;
         fn models(&self) -> ModelList;
+        fn trace(&self, trace_id: String) -> BoxFuture<'_, Result<Option<Trace>, String>>;
+        fn inspector(
+            &self,
+            trace_id: String,
+        ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
+        fn model_turns(
+            &self,
+            trace_id: String,
+        ) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>>;
     }
 
     pub type SharedSource = Arc<dyn ConversationSource>;

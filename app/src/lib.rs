@@ -51,6 +51,7 @@ pub fn App() -> impl IntoView {
                 // stored conversation at once, with no loading state to flash.
                 <Route path=path!("") view=pages::ChatPage ssr=SsrMode::Async />
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
+                <Route path=path!("/t/:id") view=pages::TracePage ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

@@ -61,7 +61,13 @@ fn MessageView(message: Message, state: ChatState) -> impl IntoView {
         <article class=format!("message {role}") data-status=message.status.as_str()>
             {match message.role {
                 Role::User => view! { <div class="message-text">{message.text()}</div> }.into_any(),
-                Role::Assistant => view! { <PersistedSegments segments=message.segments.clone() /> }.into_any(),
+Role::Assistant => view! {
+                    <PersistedSegments segments=message.segments.clone() />
+                    {message.trace_id.clone().map(|trace_id| view! {
+                        <a class="view-trace" href=format!("/t/{trace_id}")>"View trace"</a>
+                    })}
+                }
+                .into_any(),
             }}
             {ended
                 .map(|ended| {
@@ -98,31 +104,6 @@ fn live_key(segment: &Segment) -> (String, u8, usize) {
 /// The streaming message: reasoning and tool overlays above the answer text, so nothing jumps.
 #[component]
 fn LiveMessage(state: ChatState) -> impl IntoView {
-    let blocks = move || {
-        state.live.with(|message| {
-            message
-                .as_ref()
-                .map(|message| {
-                    message
-                        .segments
-                        .iter()
-                        .filter(|s| !matches!(s, Segment::Text(_)))
-                        .cloned()
-                        .collect::<Vec<_>>()
-                })
-                .unwrap_or_default()
-        })
-    };
-    let text = move || {
-        state
-            .live
-            .with(|message| message.as_ref().map(Message::text).unwrap_or_default())
-    };
-    let working = move || {
-        state
-            .live
-            .with(|message| message.as_ref().is_none_or(|m| m.segments.is_empty()))
-    };
     let stopping = RwSignal::new(false);
     let stop = move || {
         if stopping.get_untracked() {
@@ -152,23 +133,7 @@ fn LiveMessage(state: ChatState) -> impl IntoView {
     }
     view! {
         <article class="message assistant live" aria-busy="true">
-            <Show when=working>
-                <p class="muted working">
-                    <span class="spinner" aria-hidden="true"></span>
-                    " Working…"
-                </p>
-            </Show>
-            <For each=blocks key=live_key let:segment>
-                {match segment {
-                    Segment::Reasoning(reasoning) => view! { <StreamingReasoningOverlay segment=reasoning /> }.into_any(),
-                    Segment::ToolCall(call) => {
-                        let tool_count = state.live.with_untracked(|m| m.as_ref().map_or(0, |m| m.tool_calls().count()));
-                        view! { <StreamingToolsOverlay call tool_count /> }.into_any()
-                    }
-                    Segment::Text(_) => ().into_any(),
-                }}
-            </For>
-            <div class="message-text streaming">{move || view! { <Markdown text=text() /> }}</div>
+            <StreamingMessage message=state.live.into() />
             <div class="run-controls">
                 <button class="stop" on:click=move |_| stop() disabled=move || stopping.get()>
                     {move || if stopping.get() { "Stopping…" } else { "■ Stop" }}
@@ -201,6 +166,52 @@ fn reattach(state: ChatState) {
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = state;
+}
+
+/// A message while it streams (live, or replayed from a stored trace): the reasoning and tool
+/// overlays above the answer text. Blocks are keyed on their visible content, so a finished block
+/// keeps its DOM while others change.
+#[component]
+pub fn StreamingMessage(message: Signal<Option<Message>>) -> impl IntoView {
+    let blocks = move || {
+        message.with(|message| {
+            message
+                .as_ref()
+                .map(|message| {
+                    message
+                        .segments
+                        .iter()
+                        .filter(|s| !matches!(s, Segment::Text(_)))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+                .unwrap_or_default()
+        })
+    };
+    let text =
+        move || message.with(|message| message.as_ref().map(Message::text).unwrap_or_default());
+    let working =
+        move || message.with(|message| message.as_ref().is_none_or(|m| m.segments.is_empty()));
+    view! {
+        <Show when=working>
+            <p class="muted working">
+                <span class="spinner" aria-hidden="true"></span>
+                " Working…"
+            </p>
+        </Show>
+        <For each=blocks key=live_key let:segment>
+            {match segment {
+                Segment::Reasoning(reasoning) => view! { <StreamingReasoningOverlay segment=reasoning /> }.into_any(),
+                Segment::ToolCall(call) => {
+                    let tool_count = message.with_untracked(|m| m.as_ref().map_or(0, |m| m.tool_calls().count()));
+                    view! { <StreamingToolsOverlay call tool_count /> }.into_any()
+                }
+                Segment::Text(_) => ().into_any(),
+            }}
+        </For>
+        <div class="message-text streaming">{move || view! { <Markdown text=text() /> }}</div>
+    }
+    .into_any()
 }
 
 /// Tells screen readers when a run starts and how it ended.

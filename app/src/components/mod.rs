@@ -11,6 +11,6 @@ mod sidebar;
 
 pub use composer::Composer;
 pub use live::ChatState;
-pub use message_list::MessageList;
+pub use message_list::{MessageList, StreamingMessage};
 pub use settings_panel::SettingsPanel;
 pub use sidebar::Sidebar;

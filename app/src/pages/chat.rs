@@ -87,7 +87,20 @@ fn ConversationView(
     }
     #[cfg(feature = "hydrate")]
     on_cleanup(crate::components::live::stop_following);
+    let exports = move || {
+        state.conversation_id.get().map(|id| {
+            view! {
+                <nav class="conversation-exports" aria-label="Exports">
+                    "ThoughtFlow: "
+                    <a href=format!("/thoughtflow/{id}.json") target="_blank" rel="external noopener">"JSON"</a>
+                    " · "
+                    <a href=format!("/thoughtflow/{id}.d2") target="_blank" rel="external noopener">"D2"</a>
+                </nav>
+            }
+        })
+    };
     view! {
+        {exports}
         <MessageList state />
         <Composer state />
     }

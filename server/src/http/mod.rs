@@ -10,7 +10,7 @@ mod sse;
 use std::sync::Arc;
 
 use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
-use app::models::{Conversation, ConversationSummary, ModelList};
+use app::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
 use axum::{
     extract::{DefaultBodyLimit, FromRef},
     routing::{get, post},
@@ -108,5 +108,58 @@ impl ConversationSource for PageSource {
             models,
             default: default.to_owned(),
         }
+    }
+
+    fn trace(&self, trace_id: String) -> BoxFuture<'_, Result<Option<Trace>, String>> {
+        Box::pin(async move {
+            self.store
+                .get_trace(&self.owner_id, &trace_id)
+                .await
+                .map_err(|error| {
+                    tracing::error!(%error, "reading a trace for a page");
+                    error.public_message()
+                })
+        })
+    }
+
+    fn inspector(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
+        Box::pin(async move {
+            let entries = async {
+                let Some(trace) = self.store.get_trace(&self.owner_id, &trace_id).await? else {
+                    return Ok(Vec::new());
+                };
+                let turns = self.store.model_turns(&trace.trace_id).await?;
+                Ok::<_, crate::error::Error>(crate::exports::inspector(&trace, &turns))
+            };
+            entries.await.map_err(|error| {
+                tracing::error!(%error, "building the inspector for a page");
+                error.public_message()
+            })
+        })
+    }
+
+    fn model_turns(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>> {
+        Box::pin(async move {
+            let turns = async {
+                let Some(trace) = self.store.get_trace(&self.owner_id, &trace_id).await? else {
+                    return Ok(Vec::new());
+                };
+                let turns = self.store.model_turns(&trace.trace_id).await?;
+                Ok::<_, crate::error::Error>(
+                    turns
+                        .into_iter()
+                        .map(|turn| ModelTurnTiming {
+                            model: turn.model,
+                            started_at: turn.started_at,
+                            completed_at: turn.completed_at,
+                        })
+                        .collect(),
+                )
+            };
+            turns.await.map_err(|error| {
+                tracing::error!(%error, "reading model turns for a page");
+                error.public_message()
+            })
+        })
     }
 }

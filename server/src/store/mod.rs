@@ -6,7 +6,7 @@ mod sqlite;
 
 pub use sqlite::Store;
 
-use app::protocol::{CancelledBy, Event, Message, MessageStatus};
+use app::protocol::{CancelledBy, Message, MessageStatus};
 use serde::Serialize;
 
 /// The one local user until accounts exist. Every read and every cancel checks the owner anyway,
@@ -76,26 +76,4 @@ pub fn trace_status(status: MessageStatus) -> &'static str {
     }
 }
 
-/// A stored trace as `GET /api/traces/{trace_id}` returns it.
-#[derive(Clone, Debug, Serialize)]
-pub struct Trace {
-    pub trace_id: String,
-    pub run_id: String,
-    pub conversation_id: String,
-    pub message_id: String,
-    pub user_message_id: String,
-    pub model: String,
-    pub status: String,
-    pub started_at: String,
-    pub completed_at: Option<String>,
-    pub total_tool_calls: i64,
-    pub input_tokens: Option<i64>,
-    pub output_tokens: Option<i64>,
-    pub reasoning_tokens: Option<i64>,
-    pub total_tokens_used: Option<i64>,
-    pub total_duration_ms: Option<i64>,
-    pub cancelled_by: Option<String>,
-    pub cancellation_reason: Option<String>,
-    pub error_code: Option<String>,
-    pub events: Vec<Event>,
-}
+pub use app::models::Trace;

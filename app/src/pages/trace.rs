@@ -1,0 +1,495 @@
+//! A stored run: its steps with a replay, a timeline of where the time went, and the Agent
+//! Inspector view. Replay plays the stored events through the live view's components with their
+//! original timing; it never runs a tool or calls a model.
+
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+
+use crate::api::{get_inspector, get_model_turns, get_trace};
+use crate::components::segments::{format_duration, PersistedSegments};
+use crate::components::StreamingMessage;
+use crate::models::Trace;
+use crate::protocol::{fold, parse_rfc3339_millis, Event, EventKind, Message, Segment};
+
+#[component]
+pub fn TracePage() -> impl IntoView {
+    let params = use_params_map();
+    let trace_id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+    let trace = Resource::new(move || trace_id.get(), get_trace);
+    view! {
+        <main class="trace-page">
+            <Transition fallback=|| view! { <p class="muted">"Loading the trace…"</p> }>
+                {move || Suspend::new(async move {
+                    match trace.await {
+                        Ok(Some(trace)) => view! { <TraceView trace /> }.into_any(),
+                        Ok(None) => view! {
+                            <p class="error notice">"This trace does not exist."</p>
+                            <a href="/">"Back to the chat"</a>
+                        }
+                            .into_any(),
+                        Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </main>
+    }
+}
+
+/// How the run ended, in words.
+fn ending(trace: &Trace) -> String {
+    let took = trace
+        .total_duration_ms
+        .map(|ms| format_duration(ms.max(0) as u64))
+        .unwrap_or_default();
+    let reason = trace.cancellation_reason.clone().unwrap_or_default();
+    match trace.status.as_str() {
+        "completed" => format!("Completed in {took}"),
+        "cancelled" => format!(
+            "Stopped ({}) after {took}: {reason}",
+            trace.cancelled_by.clone().unwrap_or_default()
+        ),
+        "error" => format!(
+            "Failed ({}) after {took}: {reason}",
+            trace.error_code.clone().unwrap_or_default()
+        ),
+        "interrupted" => "Interrupted: the server stopped during this run.".to_owned(),
+        _ => "Still running".to_owned(),
+    }
+}
+
+#[component]
+fn TraceView(trace: Trace) -> impl IntoView {
+    let tab = RwSignal::new("steps");
+    let tab_button = move |name: &'static str, label: &'static str| {
+        view! {
+            <button
+                type="button"
+                role="tab"
+                class="tab"
+                aria-selected=move || (tab.get() == name).to_string()
+                on:click=move |_| tab.set(name)
+            >
+                {label}
+            </button>
+        }
+    };
+    let tokens = match (trace.input_tokens, trace.output_tokens) {
+        (Some(input), Some(output)) => format!(" · {input} tokens in, {output} out"),
+        _ => String::new(),
+    };
+    let trace_id = trace.trace_id.clone();
+    let events = trace.events.clone();
+    let timeline_trace = trace.clone();
+    view! {
+        <header class="trace-header">
+            <a href=format!("/c/{}", trace.conversation_id)>"← Back to the conversation"</a>
+            <h1>"Trace"</h1>
+            <p class=format!("trace-status {}", trace.status)>{ending(&trace)}</p>
+            <p class="muted">{format!("{} · {} events · {} tool calls{tokens}", trace.model, trace.events.len(), trace.total_tool_calls)}</p>
+        </header>
+        <div class="tabs" role="tablist">
+            {tab_button("steps", "Steps & replay")}
+            {tab_button("timeline", "Timeline")}
+            {tab_button("inspector", "Inspector")}
+        </div>
+        <section class="tab-panel" hidden=move || tab.get() != "steps">
+            <Replay events />
+        </section>
+        <section class="tab-panel" hidden=move || tab.get() != "timeline">
+            <Timeline trace=timeline_trace />
+        </section>
+        <section class="tab-panel" hidden=move || tab.get() != "inspector">
+            <Show when=move || tab.get() == "inspector">
+                <InspectorView trace_id=trace_id.clone() />
+            </Show>
+        </section>
+    }
+    .into_any()
+}
+
+/// Replays the stored events: play/pause, 1×, 4× or instant, and a scrubber.
+#[component]
+fn Replay(events: Vec<Event>) -> impl IntoView {
+    let total = events.len();
+    let events = StoredValue::new(events);
+    // Opens on the final view; Play starts from the first event.
+    let position = RwSignal::new(total);
+    let playing = RwSignal::new(false);
+    let speed = RwSignal::new(4.0_f64);
+    // Bumped on every manual change, so timers from an earlier play stop.
+    let generation = RwSignal::new(0_u64);
+    let message = Memo::new(move |_| {
+        let upto = position.get();
+        events.with_value(|events| fold(&events[..upto.min(events.len())]))
+    });
+    let live: Signal<Option<Message>> = Signal::derive(move || message.get());
+    let finished = move || position.get() >= total;
+
+    let play = move |_| {
+        if playing.get_untracked() {
+            playing.set(false);
+            generation.update(|g| *g += 1);
+            return;
+        }
+        if position.get_untracked() >= total {
+            position.set(1.min(total));
+        }
+        generation.update(|g| *g += 1);
+        playing.set(true);
+        if speed.get_untracked() == 0.0 {
+            position.set(total);
+            playing.set(false);
+        } else {
+            #[cfg(feature = "hydrate")]
+            advance(
+                events,
+                position,
+                playing,
+                speed,
+                generation,
+                generation.get_untracked(),
+            );
+        }
+    };
+    let set_speed = move |value: f64| {
+        speed.set(value);
+        if value == 0.0 && playing.get_untracked() {
+            generation.update(|g| *g += 1);
+            position.set(total);
+            playing.set(false);
+        }
+    };
+    let speed_button = move |value: f64, label: &'static str| {
+        view! {
+            <button type="button" class="speed" aria-pressed=move || (speed.get() == value).to_string() on:click=move |_| set_speed(value)>
+                {label}
+            </button>
+        }
+    };
+    view! {
+        <div class="replay-controls" role="group" aria-label="Replay">
+            <button type="button" class="play" on:click=play>
+                {move || if playing.get() { "❚❚ Pause" } else { "▶ Replay" }}
+            </button>
+            {speed_button(1.0, "1×")}
+            {speed_button(4.0, "4×")}
+            {speed_button(0.0, "Instant")}
+            <input
+                type="range"
+                class="scrubber"
+                aria-label="Position in the trace"
+                min="0"
+                max=total.to_string()
+                prop:value=move || position.get().to_string()
+                on:input=move |event| {
+                    generation.update(|g| *g += 1);
+                    playing.set(false);
+                    position.set(event_target_value(&event).parse().unwrap_or(total).min(total));
+                }
+            />
+            <span class="muted replay-position">{move || format!("event {} of {total}", position.get())}</span>
+        </div>
+        <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
+            {move || {
+                if finished() {
+                    let segments = message.get().map(|m| m.segments).unwrap_or_default();
+                    view! { <PersistedSegments segments /> }.into_any()
+                } else {
+                    view! { <StreamingMessage message=live /> }.into_any()
+                }
+            }}
+        </article>
+    }
+    .into_any()
+}
+
+/// Moves the replay one event forward after the gap the original run had (divided by the speed).
+#[cfg(feature = "hydrate")]
+fn advance(
+    events: StoredValue<Vec<Event>>,
+    position: RwSignal<usize>,
+    playing: RwSignal<bool>,
+    speed: RwSignal<f64>,
+    generation: RwSignal<u64>,
+    current: u64,
+) {
+    let at = position.get_untracked();
+    let (total, gap) = events.with_value(|events| {
+        let gap = match (events.get(at.saturating_sub(1)), events.get(at)) {
+            (Some(previous), Some(next)) => parse_rfc3339_millis(&next.ts)
+                .zip(parse_rfc3339_millis(&previous.ts))
+                .map_or(0, |(b, a)| (b - a).max(0)),
+            _ => 0,
+        };
+        (events.len(), gap)
+    });
+    if at >= total {
+        playing.set(false);
+        return;
+    }
+    let factor = speed.get_untracked().max(0.25);
+    let delay = std::time::Duration::from_millis((gap as f64 / factor) as u64);
+    set_timeout(
+        move || {
+            if !playing.get_untracked() || generation.get_untracked() != current {
+                return;
+            }
+            position.set((at + 1).min(total));
+            advance(events, position, playing, speed, generation, current);
+        },
+        delay,
+    );
+}
+
+struct Bar {
+    label: String,
+    kind: &'static str,
+    start: i64,
+    end: i64,
+}
+
+/// A waterfall: model turns, reasoning parts, tool calls and the answer on one time axis.
+#[component]
+fn Timeline(trace: Trace) -> impl IntoView {
+    let turns = Resource::new(move || (), {
+        let trace_id = trace.trace_id.clone();
+        move |_| get_model_turns(trace_id.clone())
+    });
+    let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
+    let last = trace
+        .events
+        .last()
+        .and_then(|e| parse_rfc3339_millis(&e.ts))
+        .unwrap_or(origin);
+    let end = trace
+        .completed_at
+        .as_deref()
+        .and_then(parse_rfc3339_millis)
+        .unwrap_or(last)
+        .max(last)
+        .max(origin + 1);
+    let mut bars = Vec::new();
+    let message = fold(&trace.events);
+    for segment in message
+        .as_ref()
+        .map(|m| m.segments.clone())
+        .unwrap_or_default()
+    {
+        match segment {
+            Segment::Reasoning(reasoning) => {
+                for part in reasoning.parts {
+                    let start = parse_rfc3339_millis(&part.started_at).unwrap_or(origin);
+                    let stop = part
+                        .completed_at
+                        .as_deref()
+                        .and_then(parse_rfc3339_millis)
+                        .unwrap_or(end);
+                    bars.push(Bar {
+                        label: format!("Reasoning part {}", part.summary_index + 1),
+                        kind: "reasoning",
+                        start,
+                        end: stop,
+                    });
+                }
+            }
+            Segment::ToolCall(call) => {
+                let start = parse_rfc3339_millis(&call.started_at).unwrap_or(origin);
+                let stop = call.duration_ms.map_or(end, |ms| start + ms as i64);
+                bars.push(Bar {
+                    label: call.display.clone().unwrap_or(call.name.clone()),
+                    kind: "tool",
+                    start,
+                    end: stop,
+                });
+            }
+            Segment::Text(text) => {
+                let times: Vec<i64> = trace
+                    .events
+                    .iter()
+                    .filter(|e| matches!(&e.kind, EventKind::TextDelta { segment_id, .. } if *segment_id == text.id))
+                    .filter_map(|e| parse_rfc3339_millis(&e.ts))
+                    .collect();
+                if let (Some(first), Some(last)) = (times.first(), times.last()) {
+                    bars.push(Bar {
+                        label: "Answer text".to_owned(),
+                        kind: "text",
+                        start: *first,
+                        end: *last,
+                    });
+                }
+            }
+        }
+    }
+    let span = (end - origin) as f64;
+    let draw = move |bars: Vec<Bar>| {
+        bars.into_iter()
+            .map(|bar| {
+                // Never `clamp` with computed bounds: it panics when they cross.
+                let left = ((bar.start - origin) as f64 / span * 100.0)
+                    .max(0.0)
+                    .min(99.6);
+                let width = ((bar.end - bar.start).max(0) as f64 / span * 100.0)
+                    .max(0.4)
+                    .min(100.0 - left);
+                let took = format_duration((bar.end - bar.start).max(0) as u64);
+                let title = bar.label.clone();
+                view! {
+                    <div class="timeline-row">
+                        <span class="timeline-label" title=title>{bar.label}</span>
+                        <span class="timeline-track">
+                            <span
+                                class=format!("timeline-bar {}", bar.kind)
+                                style=format!("left:{left:.2}%;width:{width:.2}%")
+                            ></span>
+                        </span>
+                        <span class="timeline-duration">{took}</span>
+                    </div>
+                }
+            })
+            .collect_view()
+    };
+    let total = format_duration((end - origin) as u64);
+    view! {
+        <div class="timeline" aria-label="Timeline">
+            <p class="muted">{format!("0 – {total}")}</p>
+            <Transition fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let turns = turns.await.unwrap_or_default();
+                    let bars: Vec<Bar> = turns
+                        .into_iter()
+                        .enumerate()
+                        .map(|(index, turn)| Bar {
+                            label: format!("Model turn {} ({})", index + 1, turn.model),
+                            kind: "model",
+                            start: parse_rfc3339_millis(&turn.started_at).unwrap_or(origin),
+                            end: parse_rfc3339_millis(&turn.completed_at).unwrap_or(end),
+                        })
+                        .collect();
+                    draw(bars)
+                })}
+            </Transition>
+            {draw(bars)}
+        </div>
+    }
+    .into_any()
+}
+
+/// The Agent Inspector: every entry as a drop-down; long strings in multi-line boxes.
+#[component]
+fn InspectorView(trace_id: String) -> impl IntoView {
+    let entries = Resource::new(move || trace_id.clone(), get_inspector);
+    view! {
+        <div class="inspector">
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match entries.await {
+                        Ok(entries) if entries.is_empty() => {
+                            view! { <p class="muted">"This run made no model requests and no tool calls."</p> }.into_any()
+                        }
+                        Ok(entries) => entries
+                            .into_iter()
+                            .enumerate()
+                            .map(|(index, entry)| view! { <InspectorEntry index entry /> })
+                            .collect_view()
+                            .into_any(),
+                        Err(error) => view! { <p class="error">{error.to_string()}</p> }.into_any(),
+                    }
+                })}
+            </Transition>
+        </div>
+    }
+    .into_any()
+}
+
+fn as_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(text) => text.clone(),
+        serde_json::Value::Null => String::new(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+#[component]
+fn Field(label: &'static str, value: String) -> impl IntoView {
+    let rows = value.lines().count().clamp(1, 12);
+    view! {
+        <label class="inspector-field">
+            <span class="inspector-label">{label}</span>
+            <textarea readonly rows=rows.to_string()>{value}</textarea>
+        </label>
+    }
+}
+
+#[component]
+fn InspectorEntry(index: usize, entry: serde_json::Value) -> impl IntoView {
+    let kind = entry["type"].as_str().unwrap_or_default().to_owned();
+    if kind == "llm_request" {
+        let model = as_text(&entry["model"]);
+        let message = &entry["response"]["choices"][0]["message"];
+        let output = as_text(&message["content"]);
+        let calls = message["tool_calls"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let conversation = entry["conversation"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        view! {
+            <details class="inspector-entry llm-request">
+                <summary>{format!("{}. LLM request · {model}", index + 1)}</summary>
+                <Field label="Model" value=model.clone() />
+                <div class="inspector-label">"Conversation"</div>
+                {conversation
+                    .into_iter()
+                    .map(|m| {
+                        let role = as_text(&m["role"]);
+                        let content = as_text(&m["content"]);
+                        let rows = content.lines().count().clamp(1, 12).to_string();
+                        view! {
+                            <details class="inspector-message">
+                                <summary>{role}</summary>
+                                <textarea readonly rows=rows>{content}</textarea>
+                            </details>
+                        }
+                    })
+                    .collect_view()}
+                <Field label="Output" value=output />
+                {(!calls.is_empty()).then(|| view! {
+                    <div class="inspector-label">"Tool calls"</div>
+                    {calls
+                        .into_iter()
+                        .map(|call| {
+                            let name = as_text(&call["function"]["name"]);
+                            let arguments: serde_json::Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or_default();
+                            let pairs: Vec<(String, String)> = arguments.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), as_text(v))).collect()).unwrap_or_default();
+                            view! {
+                                <div class="inspector-call">
+                                    <strong>{name}</strong>
+                                    <table>
+                                        {pairs.into_iter().map(|(key, value)| view! { <tr><th>{key}</th><td><pre>{value}</pre></td></tr> }).collect_view()}
+                                    </table>
+                                </div>
+                            }
+                        })
+                        .collect_view()}
+                })}
+                {entry["annotation"].as_str().map(|note| view! { <Field label="Annotation" value=note.to_owned() /> })}
+            </details>
+        }
+        .into_any()
+    } else {
+        let name = as_text(&entry["tool_name"]);
+        view! {
+            <details class="inspector-entry tool-call-entry">
+                <summary>{format!("{}. Tool call · {name}", index + 1)}</summary>
+                <Field label="Tool name" value=name.clone() />
+                <Field label="Arguments" value=as_text(&entry["arguments"]) />
+                <Field label="Result" value=as_text(&entry["result"]) />
+                {entry.get("cli_output").map(|out| view! { <Field label="CLI output" value=as_text(out) /> })}
+                <Field label="Status" value=as_text(&entry["status"]) />
+            </details>
+        }
+        .into_any()
+    }
+}

@@ -1,0 +1,120 @@
+// Opening a past message's trace: replay, timeline, inspector; and traces that ended early.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '../support/server.mjs';
+import { startFakeOpenAI, providersFile } from '../support/fake-openai.mjs';
+import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+
+let server;
+let fake;
+let browser;
+
+before(async () => {
+  fake = await startFakeOpenAI({ answer: 'The TODO is in notes.md.' });
+  const dir = mkdtempSync(join(tmpdir(), 'glassbox-providers-'));
+  server = await startServer({
+    args: ['--providers-file', providersFile(dir, fake.baseUrl, { writeFileSync, join })],
+    workspace: { 'notes.md': 'TODO: write the docs\n' },
+    scenarios: {
+      work: { delta_chars: 6, delta_interval_ms: 25, steps: [
+        { reasoning: ['Search the notes.', 'Then answer.'] },
+        { tool_calls: [{ name: 'grep_search', args: { query: 'TODO' } }, { name: 'sleep', args: { seconds: 0.6 } }] },
+        { text: 'There is **one** TODO: write the docs.' },
+      ] },
+      long: { delta_interval_ms: 0, steps: [{ text: 'Partial.' }, { tool_calls: [{ name: 'sleep', args: { seconds: 60 } }] }] },
+    },
+  });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await fake?.close();
+});
+
+async function chat(page, model, text) {
+  await page.goto(server.url);
+  await waitForHydration(page);
+  await page.getByLabel('Model').selectOption(model);
+  await send(page, text);
+}
+
+test('a past message opens its trace; replay at 4x ends in the same view as the live run', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await chat(page, 'scenario:work', 'Find the TODO');
+  const assistant = page.locator('.message.assistant[data-status="complete"]');
+  await assistant.waitFor({ timeout: 15_000 });
+  const liveView = (await assistant.locator(':scope > :not(.view-trace)').allInnerTexts()).join('\n');
+
+  await assistant.getByRole('link', { name: 'View trace' }).click();
+  await page.waitForURL(/\/t\/trace_/);
+  await page.locator('.trace-status', { hasText: /^Completed in/ }).waitFor();
+  const replay = page.locator('.message.replay');
+  await replay.and(page.locator('[data-replay="done"]')).waitFor();
+  assert.equal((await replay.locator(':scope > *').allInnerTexts()).join('\n'), liveView, 'the trace opens on the final view');
+
+  assert.equal(await page.getByRole('button', { name: '4×' }).getAttribute('aria-pressed'), 'true');
+  await page.getByRole('button', { name: /Replay/ }).click();
+  await page.locator('.message.replay[data-replay="playing"]').waitFor();
+  await page.locator('.message.replay .tool-call.running .spinner').first().waitFor();
+  await page.locator('.message.replay[data-replay="done"]').waitFor({ timeout: 10_000 });
+  assert.equal((await replay.locator(':scope > *').allInnerTexts()).join('\n'), liveView, 'replay ends where the live run ended');
+
+  // The scrubber moves through the stored events without running anything.
+  await page.getByLabel('Position in the trace').fill('3');
+  assert.match(await page.locator('.replay-position').innerText(), /^event 3 of \d+/);
+  await page.getByRole('button', { name: 'Instant' }).click();
+  await page.getByRole('button', { name: /Replay/ }).click();
+  await page.locator('.message.replay[data-replay="done"]').waitFor();
+
+  await page.getByRole('tab', { name: 'Timeline' }).click();
+  const rows = page.locator('.timeline-row');
+  await rows.first().waitFor();
+  assert.ok((await rows.count()) >= 4, 'reasoning parts, two tools and the answer');
+  const bars = await page.locator('.timeline-bar.tool').evaluateAll((els) => els.map((el) => [parseFloat(el.style.left), parseFloat(el.style.width)]));
+  assert.equal(bars.length, 2);
+  assert.ok(Math.abs(bars[0][0] - bars[1][0]) < 5, 'parallel tool calls start together on the time axis');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the inspector lists the model requests and tool calls as drop-downs', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await chat(page, 'fake/m', 'Where is the TODO?');
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await page.getByRole('link', { name: 'View trace' }).click();
+  await page.waitForURL(/\/t\/trace_/);
+  await page.getByRole('tab', { name: 'Inspector' }).click();
+  const entries = page.locator('.inspector-entry');
+  await entries.first().waitFor();
+  assert.deepEqual(await entries.locator(':scope > summary').allInnerTexts(), ['1. LLM request · m', '2. Tool call · grep_search', '3. LLM request · m']);
+  const first = entries.nth(0);
+  await first.locator(':scope > summary').click();
+  assert.equal(await first.getByLabel('Model').inputValue(), 'm');
+  assert.deepEqual(await first.locator('.inspector-message > summary').allInnerTexts(), ['user']);
+  assert.match(await first.locator('.inspector-call').innerText(), /grep_search[\s\S]*query[\s\S]*TODO/);
+  const last = entries.nth(2);
+  await last.locator(':scope > summary').click();
+  assert.equal(await last.getByLabel('Output').inputValue(), 'The TODO is in notes.md.');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a stopped run\'s trace opens and says how it ended', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await chat(page, 'scenario:long', 'Start and stop');
+  await page.locator('.tool-call.running').waitFor();
+  await page.getByRole('button', { name: /Stop/ }).click();
+  const stopped = page.locator('.message.assistant[data-status="cancelled"]');
+  await stopped.waitFor();
+  await stopped.getByRole('link', { name: 'View trace' }).click();
+  await page.locator('.trace-status', { hasText: /^Stopped \(user\)/ }).waitFor();
+  assert.match(await page.locator('.message.replay').innerText(), /Partial\./);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
