@@ -65,6 +65,10 @@ test('tools show a spinner while running, then a check mark and duration; reason
   await page.locator('.reasoning.live').waitFor();
   assert.equal(await page.locator('details.reasoning').count(), 0, 'no collapsible while streaming');
   await page.waitForFunction(() => document.querySelectorAll('.tool-call.running .spinner').length === 2);
+  // Output updates live: the async sleep streams a tick every 0.5 s into its open block.
+  const sleeping = page.locator('.tool-call.running', { hasText: 'Sleeping 1.5 s' }).first();
+  await sleeping.locator('.tool-output', { hasText: 'tick 1' }).waitFor();
+  assert.equal(await sleeping.evaluate((el) => el.classList.contains('running')), true, 'still running while its output grows');
   await page.locator('.tool-call.success', { hasText: "Searching for 'TODO'" }).waitFor();
   assert.match(await page.locator('.tool-call', { hasText: "Searching for 'TODO'" }).innerText(), /✓\s*\d+ ms/);
   await page.locator('.stop').waitFor();

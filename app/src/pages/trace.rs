@@ -324,10 +324,8 @@ fn Timeline(trace: Trace) -> impl IntoView {
     let draw = move |bars: Vec<Bar>| {
         bars.into_iter()
             .map(|bar| {
-                // Never `clamp` with computed bounds: it panics when they cross.
-                let left = ((bar.start - origin) as f64 / span * 100.0)
-                    .max(0.0)
-                    .min(99.6);
+                // `clamp` only with constant bounds: with computed ones it panics when they cross.
+                let left = ((bar.start - origin) as f64 / span * 100.0).clamp(0.0, 99.6);
                 let width = ((bar.end - bar.start).max(0) as f64 / span * 100.0)
                     .max(0.4)
                     .min(100.0 - left);
