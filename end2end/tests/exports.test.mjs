@@ -83,7 +83,14 @@ test('the ThoughtFlow JSON matches its schema and its D2 compiles with the real 
   const response = await fetch(`${server.url}/thoughtflow/${first.conversation_id}.d2`);
   assert.equal(response.status, 200);
   const source = await response.text();
-  const compiled = await new D2().compile(source);
+  const d2 = new D2();
+  let compiled;
+  try {
+    compiled = await d2.compile(source);
+  } finally {
+    // The compiler runs in a worker thread that would keep the test process alive.
+    await d2.worker?.terminate?.();
+  }
   assert.ok(compiled.diagram, 'the d2 compiler accepted the diagram');
   const labels = JSON.stringify(compiled.diagram);
   assert.match(labels, /ünïcødé 漢字 🙂/);

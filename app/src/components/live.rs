@@ -62,7 +62,7 @@ impl ChatState {
 }
 
 #[cfg(feature = "hydrate")]
-pub use browser::{follow_run, stop_following, stop_run};
+pub use browser::{follow_run, stop_following_for, stop_run};
 
 #[cfg(feature = "hydrate")]
 mod browser {
@@ -85,8 +85,12 @@ mod browser {
         _on_error: Option<Closure<dyn FnMut(web_sys::Event)>>,
     }
 
+    /// The view following a run, known by its message store.
+    type Owner = RwSignal<Vec<crate::protocol::Message>>;
+
     thread_local! {
-        static CURRENT: RefCell<Option<Rc<RefCell<Follower>>>> = const { RefCell::new(None) };
+        /// The one run being followed, and the view that follows it.
+        static CURRENT: RefCell<Option<(Owner, Rc<RefCell<Follower>>)>> = const { RefCell::new(None) };
     }
 
     /// Follows `run_id` until its terminal event, replacing any run followed before.
@@ -155,7 +159,7 @@ mod browser {
             inner._on_message = Some(on_message);
             inner._on_error = Some(on_error);
         }
-        CURRENT.with(|current| *current.borrow_mut() = Some(follower));
+        CURRENT.with(|current| *current.borrow_mut() = Some((state.messages, follower)));
     }
 
     /// Applies the events that arrived since the last frame, and publishes the result once.
@@ -183,15 +187,29 @@ mod browser {
         }
     }
 
-    pub fn stop_following() {
+    fn stop_following() {
         CURRENT.with(|current| {
-            if let Some(follower) = current.borrow_mut().take() {
+            if let Some((_, follower)) = current.borrow_mut().take() {
                 let inner = follower.borrow();
                 inner.source.set_onmessage(None);
                 inner.source.set_onerror(None);
                 inner.source.close();
             }
         });
+    }
+
+    /// Stops following only if `state`'s view is the one following: a view being cleaned up after
+    /// the next view has attached must not stop the next view's run.
+    pub fn stop_following_for(state: ChatState) {
+        let owns = CURRENT.with(|current| {
+            current
+                .borrow()
+                .as_ref()
+                .is_some_and(|(owner, _)| *owner == state.messages)
+        });
+        if owns {
+            stop_following();
+        }
     }
 
     /// Asks the server to stop the run; the stream then brings `message_cancelled`.

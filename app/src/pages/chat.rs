@@ -86,7 +86,7 @@ fn ConversationView(
         });
     }
     #[cfg(feature = "hydrate")]
-    on_cleanup(crate::components::live::stop_following);
+    on_cleanup(move || crate::components::live::stop_following_for(state));
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {

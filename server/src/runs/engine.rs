@@ -204,12 +204,21 @@ impl Engine {
             },
             Ok(agent) => {
                 let outcome = tokio::select! {
-                    outcome = agent.run(&context) => Some(outcome),
+                    // Cancellation first: when Stop lands as the agent finishes, Stop wins.
+                    biased;
                     _ = run.cancellation().cancelled() => None,
                     _ = tokio::time::sleep(self.run_timeout) => {
                         run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {} s.", self.run_timeout.as_secs()));
                         None
                     }
+                    outcome = agent.run(&context) => Some(outcome),
+                };
+                // A tool that saw the cancellation can let the agent finish in the same instant;
+                // a run asked to stop still ends as stopped.
+                let outcome = if run.cancellation().is_cancelled() {
+                    None
+                } else {
+                    outcome
                 };
                 // The agent's future is dropped here: its model request and tool calls with it.
                 match outcome {

@@ -321,12 +321,15 @@ impl Store {
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
+        // One read transaction: the messages and the active run come from the same snapshot, so
+        // a run that ends between two reads cannot leave an empty "streaming" message unattached.
+        let mut tx = self.pool.begin().await?;
         let Some(row) = sqlx::query(
             "SELECT id, title, model, created_at, updated_at FROM conversations WHERE id = ? AND owner_id = ?",
         )
         .bind(id)
         .bind(owner_id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?
         else {
             return Ok(None);
@@ -335,7 +338,7 @@ impl Store {
         let rows =
             sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
                 .bind(id)
-                .fetch_all(&self.pool)
+                .fetch_all(&mut *tx)
                 .await?;
         let messages = rows
             .iter()
@@ -346,7 +349,7 @@ impl Store {
              ORDER BY started_at DESC LIMIT 1",
         )
         .bind(id)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *tx)
         .await?
         .map(|row| -> Result<ActiveRun> {
             Ok(ActiveRun {
@@ -355,6 +358,7 @@ impl Store {
             })
         })
         .transpose()?;
+        tx.commit().await?;
         Ok(Some(Conversation {
             summary,
             messages,
