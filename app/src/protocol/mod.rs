@@ -10,7 +10,7 @@ mod time;
 pub use event::*;
 pub use message::*;
 pub use reducer::{fold, Reducer};
-pub use time::{format_rfc3339_millis, parse_rfc3339_millis};
+pub use time::{elapsed_ms, format_rfc3339_millis, parse_rfc3339_millis};
 
 /// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
 pub fn shorten_chars(text: &str, max_chars: usize) -> Option<&str> {

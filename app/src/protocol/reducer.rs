@@ -6,7 +6,7 @@ use super::message::{
     Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment, ToolCallSegment,
     ToolCallStatus, Usage,
 };
-use super::time::parse_rfc3339_millis;
+use super::time::elapsed_ms;
 
 /// Folds a run's events into its message. Events are applied in `seq` order and a repeated `seq` is
 /// applied once, so a list gathered from a reconnecting stream folds to the same message.
@@ -359,11 +359,6 @@ fn combine(parts: &[ReasoningPart]) -> String {
         .map(|part| part.text.as_str())
         .collect::<Vec<_>>()
         .join("\n\n")
-}
-
-fn elapsed_ms(from: &str, to: &str) -> Option<u64> {
-    let elapsed = parse_rfc3339_millis(to)? - parse_rfc3339_millis(from)?;
-    u64::try_from(elapsed).ok()
 }
 
 #[cfg(test)]

@@ -71,6 +71,12 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     Some(seconds * 1000 + millis)
 }
 
+/// Milliseconds from `from` to `to`; `None` when either is malformed or `to` is earlier.
+pub fn elapsed_ms(from: &str, to: &str) -> Option<u64> {
+    let elapsed = parse_rfc3339_millis(to)? - parse_rfc3339_millis(from)?;
+    u64::try_from(elapsed).ok()
+}
+
 // Howard Hinnant's civil-calendar algorithms (public domain), proleptic Gregorian.
 fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
     let year = if month <= 2 { year - 1 } else { year };

@@ -2,7 +2,7 @@
 //! of typed steps with `depends_on` edges; and the same as a D2 diagram.
 
 use app::models::Conversation;
-use app::protocol::{fold, parse_rfc3339_millis, Segment, ToolCallStatus};
+use app::protocol::{elapsed_ms, fold, parse_rfc3339_millis, Segment, ToolCallStatus};
 use serde_json::{json, Value};
 
 use crate::store::Trace;
@@ -24,11 +24,6 @@ pub fn thoughtflow(conversation: &Conversation, traces: &[Trace]) -> Value {
     })
 }
 
-fn duration(from: &str, to: &str) -> Option<u64> {
-    let ms = parse_rfc3339_millis(to)? - parse_rfc3339_millis(from)?;
-    u64::try_from(ms).ok()
-}
-
 fn step(
     id: &str,
     label: &str,
@@ -43,7 +38,7 @@ fn step(
         "label": label,
         "started_at": started_at,
         "ended_at": ended_at,
-        "duration_ms": duration(started_at, ended_at).unwrap_or(0),
+        "duration_ms": elapsed_ms(started_at, ended_at).unwrap_or(0),
         "payload_started": started,
         "payload_completed": completed,
     });
@@ -184,7 +179,7 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
         "model": trace.model,
         "started_at": trace.started_at,
         "ended_at": trace.completed_at,
-        "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| duration(&trace.started_at, &ended_at)),
+        "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| elapsed_ms(&trace.started_at, &ended_at)),
         "steps": steps,
     })
 }
