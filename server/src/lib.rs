@@ -15,6 +15,7 @@ pub mod tools;
 
 use std::{path::PathBuf, sync::Arc};
 
+use axum::serve::ListenerExt;
 use leptos::config::{Env, LeptosOptions};
 
 use crate::{
@@ -130,6 +131,13 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.addr))?;
+    // Events are small writes that must leave at once: without TCP_NODELAY, Nagle's algorithm
+    // holds a write back until the previous one is acknowledged, and delayed ACKs make that 40 ms.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(error) = tcp.set_nodelay(true) {
+            tracing::debug!(%error, "cannot set TCP_NODELAY");
+        }
+    });
     tracing::info!(
         url = %format!("http://{}", config.addr),
         database = %config.database_url(),

@@ -7,7 +7,7 @@ use app::protocol::Usage;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Agent, AgentOutcome, BoxFuture, Pacing, RunContext};
+use super::{pause, Agent, AgentOutcome, BoxFuture, Pacing, RunContext};
 use crate::{error::Error, tools::ToolCallRequest};
 
 #[derive(Clone, Debug, Deserialize)]
@@ -38,6 +38,9 @@ pub enum Step {
     /// Answer text.
     Text(String),
     PauseMs(u64),
+    /// This many text deltas, each the server's wall clock (microseconds since the Unix epoch)
+    /// read just before the delta is emitted: a load generator reads them to measure latency.
+    ClockText(u32),
     /// Ends the run with `message_error`.
     Error(ScenarioError),
     Usage(Usage),
@@ -56,6 +59,12 @@ pub struct ScenarioCall {
 pub struct ScenarioError {
     pub code: String,
     pub message: String,
+}
+
+fn unix_micros() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_micros())
 }
 
 pub struct ScenarioAgent {
@@ -107,6 +116,12 @@ impl Agent for ScenarioAgent {
                     }
                     Step::Text(text) => context.stream_text(text, pacing).await,
                     Step::PauseMs(ms) => tokio::time::sleep(Duration::from_millis(*ms)).await,
+                    Step::ClockText(count) => {
+                        for _ in 0..*count {
+                            pause(pacing.interval).await;
+                            context.emit_text(&format!("{} ", unix_micros()));
+                        }
+                    }
                     Step::Error(error) => {
                         return AgentOutcome::Failed {
                             code: error.code.clone(),

@@ -8,7 +8,7 @@ mod anthropic;
 mod http;
 mod openai_chat;
 mod openai_responses;
-mod sse;
+pub mod sse;
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 

@@ -12,10 +12,12 @@ impl SseDecoder {
     pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
-        while let Some(end) = self.buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = self.buffer.drain(..=end).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim_end_matches(['\r', '\n']);
+        // Lines are read in place and the consumed prefix dropped once: linear in the input, even
+        // when one chunk holds thousands of events (a resumed stream).
+        let mut start = 0;
+        while let Some(length) = self.buffer[start..].iter().position(|b| *b == b'\n') {
+            let line = String::from_utf8_lossy(&self.buffer[start..start + length]);
+            let line = line.trim_end_matches('\r');
             if line.is_empty() {
                 if !self.data.is_empty() {
                     events.push(std::mem::take(&mut self.data).join("\n"));
@@ -24,7 +26,9 @@ impl SseDecoder {
                 self.data
                     .push(data.strip_prefix(' ').unwrap_or(data).to_owned());
             }
+            start += length + 1;
         }
+        self.buffer.drain(..start);
         events
     }
 

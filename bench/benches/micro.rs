@@ -1,0 +1,101 @@
+//! Criterion micro-benchmarks of the pure parts on every event's path: the reducer (server and
+//! browser) and the payload sanitizer (server). Run: `cargo bench -p bench --bench micro`.
+
+use std::hint::black_box;
+
+use app::protocol::{fold, Event, EventKind, Reducer, ToolResultStatus};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use glassbox::sanitize::sanitize_event;
+use glassbox_bench::fixtures;
+use serde_json::json;
+
+fn reducer(c: &mut Criterion) {
+    // The browser benchmark's run: a 10,000-token answer with 50 tool calls.
+    let events = fixtures::agent_run("run_bench", 10_000, 50);
+    let json: Vec<String> = fixtures::as_json(&events)
+        .iter()
+        .map(|(_, json)| json.to_string())
+        .collect();
+    let mut group = c.benchmark_group("reducer");
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.bench_function("fold 10k tokens + 50 tools", |b| {
+        b.iter(|| fold(black_box(&events)))
+    });
+    group.bench_function("apply one by one", |b| {
+        b.iter(|| {
+            let mut reducer = Reducer::default();
+            for event in &events {
+                reducer.apply(black_box(event));
+            }
+            reducer.into_message()
+        })
+    });
+    // What the browser does per SSE frame: parse the JSON, then apply.
+    group.bench_function("parse JSON + apply", |b| {
+        b.iter(|| {
+            let mut reducer = Reducer::default();
+            for text in &json {
+                if let Ok(event) = serde_json::from_str::<Event>(black_box(text)) {
+                    reducer.apply(&event);
+                }
+            }
+            reducer.into_message()
+        })
+    });
+    group.finish();
+}
+
+fn sanitizer(c: &mut Criterion) {
+    let mut group = c.benchmark_group("sanitize");
+    group.throughput(Throughput::Elements(1));
+    let delta = EventKind::TextDelta {
+        segment_id: "txt_1".into(),
+        sequence_number: None,
+        delta: "quickly ".into(),
+    };
+    group.bench_function("text delta", |b| {
+        b.iter_batched_ref(
+            || delta.clone(),
+            |kind| sanitize_event(black_box(kind)),
+            BatchSize::SmallInput,
+        )
+    });
+    let call = EventKind::ToolCallStarted {
+        call_id: "call_1".into(),
+        name: "http_request".into(),
+        display: Some("Calling the API".into()),
+        args: json!({
+            "url": "https://example.com/v1/items",
+            "headers": {"Authorization": "Bearer sk-secret", "Accept": "application/json"},
+            "body": {"query": "term", "api_key": "secret", "nested": [{"password": "x"}, {"page": 2}]}
+        }),
+        sequence_number: 3,
+    };
+    group.bench_function("tool call args with secrets", |b| {
+        b.iter_batched_ref(
+            || call.clone(),
+            |kind| sanitize_event(black_box(kind)),
+            BatchSize::SmallInput,
+        )
+    });
+    let result = EventKind::ToolResult {
+        call_id: "call_1".into(),
+        status: ToolResultStatus::Success,
+        duration_ms: 40,
+        output: Some("src/lib.rs:1: a line of grep output\n".repeat(3000)),
+        truncated: false,
+        full_length: None,
+        error: None,
+    };
+    group.bench_function("tool result of 100 KiB (truncated)", |b| {
+        b.iter_batched_ref(
+            || result.clone(),
+            |kind| sanitize_event(black_box(kind)),
+            BatchSize::SmallInput,
+        )
+    });
+    group.finish();
+}
+
+criterion_group!(benches, reducer, sanitizer);
+criterion_main!(benches);

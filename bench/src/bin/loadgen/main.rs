@@ -1,0 +1,152 @@
+//! The load generator: starts the real `glassbox` binary on loopback and measures it from outside,
+//! through real HTTP and SSE. Each subcommand prints its figures; docs/benchmarks.md records them
+//! with the command that produced them.
+
+mod cancel;
+mod client;
+mod crash;
+mod resume;
+mod server;
+mod storage;
+mod streams;
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(about = "Glassbox's load generator")]
+struct Cli {
+    /// The server binary (build it with `cargo leptos build --release`).
+    #[arg(long, default_value = "target/release/glassbox", global = true)]
+    binary: PathBuf,
+    /// The built site; a stand-in is used when it is missing (the API needs no assets).
+    #[arg(long, default_value = "target/site", global = true)]
+    site_root: PathBuf,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// N concurrent runs streaming clock-stamped deltas: latency, throughput, memory, CPU.
+    Streams {
+        /// Stream counts to measure, one server per count.
+        #[arg(long, value_delimiter = ',', default_value = "100,1000,5000")]
+        streams: Vec<usize>,
+        /// Events per second per run.
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        /// Length of the measured window.
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
+    },
+    /// Time from a cancel request to `message_cancelled` at the client.
+    Cancel {
+        #[arg(long, default_value_t = 100)]
+        trials: usize,
+        /// Other runs streaming meanwhile.
+        #[arg(long, default_value_t = 0)]
+        background: usize,
+    },
+    /// Reattaching with Last-Event-ID to a run with many events, live and stored.
+    Resume {
+        #[arg(long, default_value_t = 10_000)]
+        events: u32,
+        #[arg(long, default_value_t = 20)]
+        repeat: usize,
+    },
+    /// SIGKILL during a run: what the store lost of what the client had read.
+    Crash {
+        #[arg(long, default_value_t = 20)]
+        trials: usize,
+    },
+    /// SQLite checkpoint and finalize throughput, bytes per event (no server process).
+    Storage {
+        #[arg(long, default_value_t = 1000)]
+        events: usize,
+        #[arg(long, default_value_t = 20)]
+        traces: usize,
+    },
+}
+
+pub struct Env {
+    pub binary: PathBuf,
+    pub site_root: PathBuf,
+    /// Holds the stand-in site when there is no built one.
+    _stand_in: Option<tempfile::TempDir>,
+}
+
+impl Env {
+    fn new(binary: PathBuf, site_root: PathBuf) -> Result<Self, String> {
+        if !binary.is_file() {
+            return Err(format!(
+                "no server binary at {}: build it first (cargo leptos build --release)",
+                binary.display()
+            ));
+        }
+        if site_root.join(glassbox::BUNDLE_FILE).is_file() {
+            return Ok(Env {
+                binary,
+                site_root,
+                _stand_in: None,
+            });
+        }
+        let stand_in = tempfile::tempdir().map_err(|error| error.to_string())?;
+        let bundle = stand_in.path().join(glassbox::BUNDLE_FILE);
+        if let Some(parent) = bundle.parent() {
+            std::fs::create_dir_all(parent).map_err(|error| error.to_string())?;
+        }
+        std::fs::write(&bundle, "// stand-in").map_err(|error| error.to_string())?;
+        Ok(Env {
+            binary,
+            site_root: stand_in.path().to_owned(),
+            _stand_in: Some(stand_in),
+        })
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    // One thread, which also drives the I/O: the server under test keeps the other core, and no
+    // wake-up crosses threads (with a worker thread beside block_on, each one did, at ~70 µs).
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("cannot start the runtime: {error}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async {
+        if let Command::Storage { events, traces } = cli.command {
+            return storage::run(events, traces).await;
+        }
+        let env = Env::new(cli.binary, cli.site_root)?;
+        match cli.command {
+            Command::Streams {
+                streams,
+                rate,
+                seconds,
+            } => {
+                for count in streams {
+                    streams::run(&env, count, rate, seconds).await?;
+                }
+                Ok(())
+            }
+            Command::Cancel { trials, background } => cancel::run(&env, trials, background).await,
+            Command::Resume { events, repeat } => resume::run(&env, events, repeat).await,
+            Command::Crash { trials } => crash::run(&env, trials).await,
+            Command::Storage { .. } => Ok(()),
+        }
+    });
+    match outcome {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("loadgen: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! The real `glassbox` binary in its own process on loopback, and what /proc says it costs.
+
+use std::{
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Stdio},
+    time::{Duration, Instant},
+};
+
+use serde_json::Value;
+
+pub struct ServerProcess {
+    pub base: String,
+    pub dir: PathBuf,
+    binary: PathBuf,
+    site_root: PathBuf,
+    port: u16,
+    child: Child,
+}
+
+/// CPU seconds (user + system) and resident memory of a process, read from /proc.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Usage {
+    pub cpu_seconds: f64,
+    pub rss_bytes: u64,
+}
+
+impl ServerProcess {
+    /// Starts the binary with a fresh data folder under `dir` and the given scenarios.
+    pub fn start(
+        binary: &Path,
+        site_root: &Path,
+        dir: &Path,
+        scenarios: &[(&str, Value)],
+    ) -> Result<Self, String> {
+        for sub in ["data", "scenarios", "workspace"] {
+            std::fs::create_dir_all(dir.join(sub)).map_err(|error| error.to_string())?;
+        }
+        for (name, scenario) in scenarios {
+            std::fs::write(
+                dir.join("scenarios").join(format!("{name}.json")),
+                scenario.to_string(),
+            )
+            .map_err(|error| error.to_string())?;
+        }
+        let port = free_port()?;
+        let child = spawn(binary, site_root, dir, port)?;
+        let mut server = ServerProcess {
+            base: format!("http://127.0.0.1:{port}"),
+            dir: dir.to_owned(),
+            binary: binary.to_owned(),
+            site_root: site_root.to_owned(),
+            port,
+            child,
+        };
+        server.wait_healthy()?;
+        Ok(server)
+    }
+
+    /// Starts the same server again on the same data folder (after a kill).
+    pub fn restart(&mut self) -> Result<(), String> {
+        self.child = spawn(&self.binary, &self.site_root, &self.dir, self.port)?;
+        self.wait_healthy()
+    }
+
+    fn wait_healthy(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let address = format!("127.0.0.1:{}", self.port);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "glassbox exited ({status}); its log is {}",
+                    self.dir.join("server.log").display()
+                ));
+            }
+            if std::net::TcpStream::connect(&address).is_ok() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("glassbox did not listen within 30 s".into())
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn usage(&self) -> Usage {
+        process_usage(&format!("/proc/{}", self.pid()))
+    }
+
+    /// SIGKILL: nothing is flushed, as in a crash or an OOM kill.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits for the graceful shutdown.
+    pub fn terminate(&mut self) {
+        // SAFETY: sending a signal to our own child process by its pid.
+        unsafe {
+            libc::kill(self.child.id() as i32, libc::SIGTERM);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn spawn(binary: &Path, site_root: &Path, dir: &Path, port: u16) -> Result<Child, String> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("server.log"))
+        .map_err(|error| error.to_string())?;
+    let log_err = log.try_clone().map_err(|error| error.to_string())?;
+    Command::new(binary)
+        .arg("--addr")
+        .arg(format!("127.0.0.1:{port}"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--scenarios-dir")
+        .arg(dir.join("scenarios"))
+        .arg("--workspace")
+        .arg(dir.join("workspace"))
+        .arg("--site-root")
+        .arg(site_root)
+        .arg("--enable-test-tools")
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .spawn()
+        .map_err(|error| format!("cannot start {}: {error}", binary.display()))
+}
+
+fn free_port() -> Result<u16, String> {
+    let probe = TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
+    probe
+        .local_addr()
+        .map(|address| address.port())
+        .map_err(|error| error.to_string())
+}
+
+/// Usage of `/proc/<pid>` (or `/proc/self`).
+pub fn process_usage(proc_dir: &str) -> Usage {
+    let ticks = clock_ticks();
+    let cpu_seconds = std::fs::read_to_string(format!("{proc_dir}/stat"))
+        .ok()
+        .and_then(|stat| {
+            // Fields after the command name, which ends at the last ')': utime is the 12th, stime the 13th.
+            let rest = &stat[stat.rfind(')')? + 2..];
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let user: f64 = fields.get(11)?.parse().ok()?;
+            let system: f64 = fields.get(12)?.parse().ok()?;
+            Some((user + system) / ticks)
+        })
+        .unwrap_or(0.0);
+    let rss_bytes = std::fs::read_to_string(format!("{proc_dir}/status"))
+        .ok()
+        .and_then(|status| {
+            let line = status.lines().find(|line| line.starts_with("VmRSS:"))?;
+            let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(0);
+    Usage {
+        cpu_seconds,
+        rss_bytes,
+    }
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf only reads a constant of the system.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks > 0 {
+        ticks as f64
+    } else {
+        100.0
+    }
+}

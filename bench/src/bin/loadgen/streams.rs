@@ -1,0 +1,235 @@
+//! N concurrent runs that each emit clock-stamped text deltas at a set rate, read by N clients.
+//! Measures the latency the server adds (emit -> client read), throughput, memory and CPU.
+
+use std::{
+    sync::{
+        atomic::{AtomicU64, AtomicUsize, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
+
+use glassbox_bench::summary;
+use serde_json::json;
+use tokio::sync::Semaphore;
+
+use crate::{
+    client::{clock_stamp, event_type, unix_micros, RunStream},
+    server::{process_usage, ServerProcess},
+    Env,
+};
+
+pub const SCENARIO: &str = "clock";
+
+/// A run that streams clock-stamped deltas for an hour: the load generator stops it by killing
+/// the server once the measurement is done.
+pub fn scenario(rate_per_second: u32) -> serde_json::Value {
+    json!({
+        "delta_interval_ms": 1000 / rate_per_second.max(1),
+        "steps": [{ "clock_text": rate_per_second.max(1) * 3600 }]
+    })
+}
+
+/// Shared between the coordinator and the stream tasks.
+pub struct Window {
+    opened: AtomicUsize,
+    start: AtomicU64,
+    end: AtomicU64,
+}
+
+impl Window {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Window {
+            opened: AtomicUsize::new(0),
+            start: AtomicU64::new(u64::MAX),
+            end: AtomicU64::new(u64::MAX),
+        })
+    }
+
+    pub fn opened(&self) -> usize {
+        self.opened.load(Ordering::SeqCst)
+    }
+
+    pub fn close(&self) {
+        self.end.store(unix_micros(), Ordering::SeqCst);
+    }
+}
+
+#[derive(Default)]
+pub struct StreamResult {
+    pub latencies_us: Vec<u64>,
+    pub events_in_window: u64,
+    pub error: Option<String>,
+}
+
+/// Opens one run and reads it until the window closes.
+pub async fn follow(
+    client: reqwest::Client,
+    base: String,
+    window: Arc<Window>,
+    opening: Arc<Semaphore>,
+) -> StreamResult {
+    let mut result = StreamResult::default();
+    let mut permit = opening.acquire_owned().await.ok();
+    let mut stream = match RunStream::start(&client, &base, &format!("scenario:{SCENARIO}")).await {
+        Ok(stream) => stream,
+        Err(error) => {
+            result.error = Some(error);
+            return result;
+        }
+    };
+    let mut counted_open = false;
+    while let Some((received, events)) = stream.next_chunk().await {
+        if !counted_open {
+            counted_open = true;
+            window.opened.fetch_add(1, Ordering::SeqCst);
+            drop(permit.take());
+        }
+        let start = window.start.load(Ordering::Relaxed);
+        let end = window.end.load(Ordering::Relaxed);
+        if received >= end {
+            return result;
+        }
+        if received < start {
+            continue;
+        }
+        for event in &events {
+            result.events_in_window += 1;
+            if event_type(event) != Some("text_delta") {
+                continue;
+            }
+            if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
+                result.latencies_us.push(received.saturating_sub(stamp));
+            }
+        }
+    }
+    result.error = Some("the stream ended early".into());
+    result
+}
+
+pub fn client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .http1_only()
+        .pool_max_idle_per_host(0)
+        .build()
+        .map_err(|error| error.to_string())
+}
+
+pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let server = ServerProcess::start(
+        &env.binary,
+        &env.site_root,
+        dir.path(),
+        &[(SCENARIO, scenario(rate))],
+    )?;
+    let client = client()?;
+    let baseline = server.usage();
+    let window = Window::new();
+    // Opening thousands of connections at once overflows the listen backlog; open in waves.
+    let opening = Arc::new(Semaphore::new(200));
+    let tasks: Vec<_> = (0..streams)
+        .map(|_| {
+            tokio::spawn(follow(
+                client.clone(),
+                server.base.clone(),
+                window.clone(),
+                opening.clone(),
+            ))
+        })
+        .collect();
+
+    let ramp_started = std::time::Instant::now();
+    while window.opened() < streams {
+        if ramp_started.elapsed() > Duration::from_secs(300) {
+            return Err(format!(
+                "only {} of {streams} streams opened within 300 s",
+                window.opened()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let ramp = ramp_started.elapsed();
+    // Let the ramp's backlog drain before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let server_before = server.usage();
+    let client_before = process_usage("/proc/self");
+    let wall = std::time::Instant::now();
+    window.start.store(unix_micros(), Ordering::SeqCst);
+    let mut peak_rss = server_before.rss_bytes;
+    while wall.elapsed() < Duration::from_secs(seconds) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        peak_rss = peak_rss.max(server.usage().rss_bytes);
+    }
+    window.close();
+    let elapsed = wall.elapsed().as_secs_f64();
+    let server_after = server.usage();
+    let client_after = process_usage("/proc/self");
+
+    let mut latencies = Vec::new();
+    let mut events = 0u64;
+    let mut errors = Vec::new();
+    for task in tasks {
+        match tokio::time::timeout(Duration::from_secs(30), task).await {
+            Ok(Ok(result)) => {
+                latencies.extend(result.latencies_us);
+                events += result.events_in_window;
+                errors.extend(result.error);
+            }
+            _ => errors.push("a stream did not finish".into()),
+        }
+    }
+    drop(server);
+    let (p50, p99, max) = summary(&mut latencies);
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let per_stream_kib =
+        |rss: u64| rss.saturating_sub(baseline.rss_bytes) as f64 / 1024.0 / streams as f64;
+    println!(
+        "streams: {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        ramp.as_secs_f64()
+    );
+    println!(
+        "events received in the window: {events} ({:.0}/s)",
+        events as f64 / elapsed
+    );
+    println!(
+        "added latency (emit -> client read), {} samples: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        latencies.len(),
+        p50 as f64 / 1000.0,
+        p99 as f64 / 1000.0,
+        max as f64 / 1000.0
+    );
+    println!(
+        "server CPU: {:.2} cores; load generator CPU: {:.2} cores",
+        (server_after.cpu_seconds - server_before.cpu_seconds) / elapsed,
+        (client_after.cpu_seconds - client_before.cpu_seconds) / elapsed
+    );
+    println!(
+        "server RSS: idle {:.1} MiB, window start {:.1} MiB, peak {:.1} MiB, end {:.1} MiB",
+        mib(baseline.rss_bytes),
+        mib(server_before.rss_bytes),
+        mib(peak_rss),
+        mib(server_after.rss_bytes)
+    );
+    println!(
+        "server memory per active stream: {:.1} KiB at the window's start, {:.1} KiB at its end",
+        per_stream_kib(server_before.rss_bytes),
+        per_stream_kib(server_after.rss_bytes)
+    );
+    if !errors.is_empty() {
+        println!("errors: {} (first: {})", errors.len(), errors[0]);
+    }
+    println!(
+        "| {streams} | {rate} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.1} / {:.1} |",
+        events as f64 / elapsed,
+        p50 as f64 / 1000.0,
+        p99 as f64 / 1000.0,
+        max as f64 / 1000.0,
+        (server_after.cpu_seconds - server_before.cpu_seconds) / elapsed,
+        (client_after.cpu_seconds - client_before.cpu_seconds) / elapsed,
+        per_stream_kib(server_before.rss_bytes),
+        per_stream_kib(server_after.rss_bytes)
+    );
+    Ok(())
+}
