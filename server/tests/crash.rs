@@ -61,26 +61,31 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     let mut child = spawn_binary(&dir, port).await;
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}");
-    let started: Value = client
-        .post(format!("{base}/api/chat"))
-        .header("accept", "application/json")
-        .json(&json!({"content": "crash me", "model": "scenario:slow"}))
-        .send()
-        .await
-        .expect("POST")
-        .json()
-        .await
-        .expect("JSON");
-    let run_id = started["run_id"].as_str().expect("run id").to_owned();
-    let response = client
-        .get(format!("{base}/api/runs/{run_id}/events"))
-        .send()
-        .await
-        .expect("GET");
-    let mut stream = SseStream::new(response);
-    let seen = stream
-        .until(|event| is_type(event, "tool_call_started"))
-        .await;
+    // Two runs at once: the one checkpointer writes both in the same transactions.
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let started: Value = client
+            .post(format!("{base}/api/chat"))
+            .header("accept", "application/json")
+            .json(&json!({"content": "crash me", "model": "scenario:slow"}))
+            .send()
+            .await
+            .expect("POST")
+            .json()
+            .await
+            .expect("JSON");
+        let run_id = started["run_id"].as_str().expect("run id").to_owned();
+        let response = client
+            .get(format!("{base}/api/runs/{run_id}/events"))
+            .send()
+            .await
+            .expect("GET");
+        let mut stream = SseStream::new(response);
+        let seen = stream
+            .until(|event| is_type(event, "tool_call_started"))
+            .await;
+        runs.push((started, seen));
+    }
     // Wait past one checkpoint window (250 ms) so the events are on disk.
     tokio::time::sleep(Duration::from_millis(700)).await;
     child.start_kill().expect("SIGKILL");
@@ -89,29 +94,32 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     let port = free_port();
     let mut child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
-    let trace: Value = client
-        .get(format!(
-            "{base}/api/traces/{}",
-            started["trace_id"].as_str().expect("trace")
-        ))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
-    assert_eq!(trace["status"], "interrupted");
-    let stored: Vec<app::protocol::Event> =
-        serde_json::from_value(trace["events"].clone()).expect("events");
-    assert!(
-        stored.len() >= seen.len(),
-        "the checkpointed events are kept"
-    );
-    assert_eq!(
-        stored[..seen.len()],
-        seen[..],
-        "the checkpointed events are kept as they were streamed"
-    );
+    for (started, seen) in &runs {
+        let trace: Value = client
+            .get(format!(
+                "{base}/api/traces/{}",
+                started["trace_id"].as_str().expect("trace")
+            ))
+            .send()
+            .await
+            .expect("GET")
+            .json()
+            .await
+            .expect("JSON");
+        assert_eq!(trace["status"], "interrupted");
+        let stored: Vec<app::protocol::Event> =
+            serde_json::from_value(trace["events"].clone()).expect("events");
+        assert!(
+            stored.len() >= seen.len(),
+            "the checkpointed events are kept"
+        );
+        assert_eq!(
+            stored[..seen.len()],
+            seen[..],
+            "the checkpointed events are kept as they were streamed"
+        );
+    }
+    let started = &runs[0].0;
     let conversation: Value = client
         .get(format!(
             "{base}/api/conversations/{}",

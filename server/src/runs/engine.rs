@@ -10,7 +10,7 @@ use app::protocol::{CancelledBy, EventKind};
 use serde::{Deserialize, Serialize};
 use tokio_util::task::TaskTracker;
 
-use super::{new_id, now_rfc3339, Run, RunEnding};
+use super::{new_id, now_rfc3339, Checkpointer, Run, RunEnding};
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
     error::{Error, Result},
@@ -18,8 +18,6 @@ use crate::{
     tools::ToolRegistry,
 };
 
-/// Checkpoint at least this often while a run goes (and at each `tool_result`).
-pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
 /// A finished run stays in memory this long for late subscribers, then they read the store.
 const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
 const MAX_CONTENT_CHARS: usize = 100_000;
@@ -52,6 +50,8 @@ pub struct Engine {
     default_model: String,
     run_timeout: Duration,
     runs: Mutex<HashMap<String, Arc<Run>>>,
+    checkpointer: Arc<Checkpointer>,
+    checkpointer_stop: tokio_util::sync::CancellationToken,
     tasks: TaskTracker,
 }
 
@@ -63,6 +63,10 @@ impl Engine {
         default_model: String,
         run_timeout: Duration,
     ) -> Arc<Self> {
+        let checkpointer = Checkpointer::new(store.clone());
+        let checkpointer_stop = tokio_util::sync::CancellationToken::new();
+        let tasks = TaskTracker::new();
+        tasks.spawn(checkpointer.clone().run(checkpointer_stop.clone()));
         Arc::new(Engine {
             store,
             agents,
@@ -70,7 +74,9 @@ impl Engine {
             default_model,
             run_timeout,
             runs: Mutex::new(HashMap::new()),
-            tasks: TaskTracker::new(),
+            checkpointer,
+            checkpointer_stop,
+            tasks,
         })
     }
 
@@ -152,6 +158,7 @@ impl Engine {
             owner_id.to_owned(),
             started.model.clone(),
             now,
+            self.checkpointer.waker(),
         );
         run.emit(EventKind::MessageStarted {
             conversation_id: started.conversation_id.clone(),
@@ -161,6 +168,7 @@ impl Engine {
             model: started.model.clone(),
         });
         self.runs().insert(run_id.clone(), run.clone());
+        self.checkpointer.track(run.clone());
 
         // A conversation's stored model may have become unknown (a removed scenario): the run
         // still starts, and ends at once with a clear error.
@@ -190,12 +198,6 @@ impl Engine {
     /// The run's own task: the agent races cancellation and the run timeout; then the trace closes.
     async fn drive(self: Arc<Self>, context: RunContext, agent: Result<Arc<dyn Agent>>) {
         let run = context.run.clone();
-        let checkpoint_stop = tokio_util::sync::CancellationToken::new();
-        let checkpointer = tokio::spawn(checkpoint_loop(
-            self.store.clone(),
-            run.clone(),
-            checkpoint_stop.clone(),
-        ));
 
         let ending = match agent {
             Err(error) => RunEnding::Failed {
@@ -247,8 +249,7 @@ impl Engine {
         drop(context);
 
         // The checkpointer's last write lands before the final one, so nothing is written twice.
-        checkpoint_stop.cancel();
-        let _ = checkpointer.await;
+        self.checkpointer.untrack(&run.run_id).await;
 
         let message = run.close(&ending);
         let events = run.all_events();
@@ -352,6 +353,7 @@ impl Engine {
             )
             .await;
         }
+        self.checkpointer_stop.cancel();
         self.tasks.close();
     }
 
@@ -366,29 +368,5 @@ impl Engine {
 
     pub fn tools(&self) -> &Arc<ToolRegistry> {
         &self.tools
-    }
-}
-
-/// Appends new events to the store every [`CHECKPOINT_INTERVAL`] and after each `tool_result`; a
-/// crash loses at most the last window. Each write costs what it appends.
-async fn checkpoint_loop(store: Store, run: Arc<Run>, stop: tokio_util::sync::CancellationToken) {
-    let mut saved = 0u64;
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
-            _ = run.checkpoint_now.notified() => {}
-        }
-        let up_to = run.published().last_seq;
-        if up_to <= saved {
-            continue;
-        }
-        let batch = run.events_between(saved, up_to, usize::MAX);
-        match store.append_events(&run.trace_id, &batch).await {
-            Ok(()) => saved = batch.last().map_or(saved, |(seq, _)| *seq),
-            Err(error) => {
-                tracing::warn!(run_id = %run.run_id, %error, "checkpoint failed; will retry")
-            }
-        }
     }
 }

@@ -47,7 +47,7 @@ pub struct Run {
     cancel: CancellationToken,
     cancel_request: Mutex<Option<(CancelledBy, String)>>,
     /// Wakes the checkpointer early (after a `tool_result`).
-    pub(crate) checkpoint_now: Notify,
+    checkpoint_now: Arc<Notify>,
 }
 
 #[derive(Default)]
@@ -74,6 +74,7 @@ impl Run {
         owner_id: String,
         model: String,
         started_ts: String,
+        checkpoint_now: Arc<Notify>,
     ) -> Arc<Self> {
         Arc::new(Run {
             run_id,
@@ -88,7 +89,7 @@ impl Run {
             published: watch::channel(Published::default()).0,
             cancel: CancellationToken::new(),
             cancel_request: Mutex::new(None),
-            checkpoint_now: Notify::new(),
+            checkpoint_now,
         })
     }
 

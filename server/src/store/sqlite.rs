@@ -139,19 +139,32 @@ impl Store {
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
     pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
-        if events.is_empty() {
+        self.append_event_batches(&[(trace_id, events)]).await
+    }
+
+    /// Appends checkpointed events of many running traces in one transaction (one commit).
+    pub async fn append_event_batches(&self, batches: &[(&str, &[(u64, Arc<str>)])]) -> Result<()> {
+        let rows: Vec<(&str, u64, &str)> = batches
+            .iter()
+            .flat_map(|(trace_id, events)| {
+                events
+                    .iter()
+                    .map(move |(seq, json)| (*trace_id, *seq, json.as_ref()))
+            })
+            .collect();
+        if rows.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool.begin().await?;
         // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
-        for chunk in events.chunks(300) {
+        for chunk in rows.chunks(300) {
             let mut builder = sqlx::QueryBuilder::new(
                 "INSERT OR IGNORE INTO trace_events (trace_id, seq, event) ",
             );
-            builder.push_values(chunk, |mut row, (seq, json)| {
-                row.push_bind(trace_id)
+            builder.push_values(chunk, |mut row, (trace_id, seq, json)| {
+                row.push_bind(*trace_id)
                     .push_bind(*seq as i64)
-                    .push_bind(json.as_ref());
+                    .push_bind(*json);
             });
             builder.build().execute(&mut *tx).await?;
         }

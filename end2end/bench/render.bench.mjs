@@ -1,0 +1,156 @@
+// Browser benchmark: how the page copes with a long, busy run, and with opening a big stored trace.
+// Run from end2end/ with `npm run bench` (scripts/bench.sh builds the release binary first).
+// It drives Debian's Chromium against the real binary, like the tests, and prints its figures.
+//
+// 1. Streams a 10,000-token answer with 50 tool calls (a delta per ms, about 5 to 10 times a fast
+//    model's speed) and records long tasks (over 50 ms), total scripting time (CDP
+//    Performance.getMetrics), and the time from `message_final` reaching the page to the final
+//    message being in the DOM and painted.
+// 2. Opens the stored trace of a 5,000-event run and records the time to the replay's final view.
+
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
+
+const TOKENS = 10_000;
+const TOOL_CALLS = 50;
+const WORDS = ['glass ', 'box ', 'shows ', 'every ', 'step ', 'while ', 'it ', 'runs. '];
+
+/** A run of `tokens` one-word deltas, with `calls` tool calls spread between them. */
+function busyRun(tokens, calls, intervalMs) {
+  const steps = [{ reasoning: ['Plan the answer.', 'Search the workspace between paragraphs.'] }];
+  const perChunk = Math.floor(tokens / (calls + 1));
+  let word = 0;
+  const chunkText = (count) => {
+    let text = '';
+    for (let i = 0; i < count; i += 1) {
+      text += WORDS[word % WORDS.length];
+      word += 1;
+      // A paragraph every 60 words, so the markdown has structure to render.
+      if (word % 60 === 0) text += '\n\n';
+    }
+    return text;
+  };
+  for (let call = 0; call < calls; call += 1) {
+    steps.push({ text: chunkText(perChunk) });
+    steps.push({ tool_calls: [{ name: 'grep_search', args: { query: `term${call % 5}` } }] });
+  }
+  steps.push({ text: chunkText(tokens - perChunk * calls) });
+  // One word per delta: the scenario splits text every `delta_chars` characters.
+  return { delta_chars: 6, delta_interval_ms: intervalMs, steps };
+}
+
+const workspace = {};
+for (let file = 0; file < 5; file += 1) {
+  workspace[`src/module${file}.rs`] = Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n');
+}
+
+// Recorded in the page from its first script on: long tasks, and when message_final arrives.
+const INSTRUMENT = () => {
+  window.__bench = { longTasks: [], finalReceived: null, finalInDom: null, finalPainted: null };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) window.__bench.longTasks.push({ start: entry.startTime, duration: entry.duration });
+  }).observe({ type: 'longtask', buffered: true });
+  const NativeEventSource = window.EventSource;
+  window.EventSource = class extends NativeEventSource {
+    constructor(...args) {
+      super(...args);
+      // Added before the app's own handler, so it runs first: the moment the event is delivered.
+      this.addEventListener('message', (event) => {
+        if (window.__bench.finalReceived === null && event.data.includes('"type":"message_final"')) {
+          window.__bench.finalReceived = performance.now();
+        }
+      });
+    }
+  };
+  new MutationObserver(() => {
+    const bench = window.__bench;
+    if (bench.finalReceived === null || bench.finalInDom !== null) return;
+    if (document.querySelector('article.message.assistant[data-status="complete"]') && !document.querySelector('article.live')) {
+      bench.finalInDom = performance.now();
+      // The frame after the DOM change: style, layout and paint have run by the next task.
+      requestAnimationFrame(() => setTimeout(() => { bench.finalPainted = performance.now(); }, 0));
+    }
+  }).observe(document, { childList: true, subtree: true, attributes: true });
+};
+
+async function metrics(cdp) {
+  const { metrics: list } = await cdp.send('Performance.getMetrics');
+  return Object.fromEntries(list.map(({ name, value }) => [name, value]));
+}
+
+async function streamingBenchmark(browser, server) {
+  const { page, context, problems } = await openPage(browser);
+  await page.addInitScript(INSTRUMENT);
+  await useModel(page, 'scenario:busy');
+  await page.goto(server.url);
+  await waitForHydration(page);
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const before = await metrics(cdp);
+  const startedLongTasks = await page.evaluate(() => window.__bench.longTasks.length);
+  const started = Date.now();
+  await send(page, 'Write the long answer');
+  await page.waitForFunction(() => window.__bench.finalPainted !== null, null, { timeout: 300_000, polling: 100 });
+  const wall = (Date.now() - started) / 1000;
+  const after = await metrics(cdp);
+  const bench = await page.evaluate(() => window.__bench);
+  const longTasks = bench.longTasks.slice(startedLongTasks);
+  const words = (await page.locator('article.message.assistant[data-status="complete"]').innerText()).split(/\s+/).length;
+  const tools = await page.locator('article.message.assistant[data-status="complete"] .tool-call').count();
+  await context.close();
+  if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+  const longest = longTasks.reduce((max, task) => Math.max(max, task.duration), 0);
+  console.log(`streaming ${TOKENS} tokens + ${TOOL_CALLS} tool calls: ${wall.toFixed(1)} s wall, ${words} words and ${tools} tool calls rendered`);
+  console.log(`  long tasks over 50 ms while streaming: ${longTasks.length}${longTasks.length ? ` (longest ${longest.toFixed(0)} ms)` : ''}`);
+  console.log(`  scripting ${(after.ScriptDuration - before.ScriptDuration).toFixed(2)} s, style ${(after.RecalcStyleDuration - before.RecalcStyleDuration).toFixed(2)} s, layout ${(after.LayoutDuration - before.LayoutDuration).toFixed(2)} s, all tasks ${(after.TaskDuration - before.TaskDuration).toFixed(2)} s`);
+  console.log(`  message_final -> final message in the DOM: ${(bench.finalInDom - bench.finalReceived).toFixed(1)} ms; -> painted: ${(bench.finalPainted - bench.finalReceived).toFixed(1)} ms`);
+}
+
+async function traceBenchmark(browser, server) {
+  // Start the 5,000-event run through the API and wait for it to end.
+  const response = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ content: 'A big trace', model: 'scenario:big' }),
+  });
+  const body = await response.text();
+  const events = body.split('\n').filter((line) => line.startsWith('data:'));
+  const traceId = /"trace_id":"([^"]+)"/.exec(events[0])?.[1];
+  if (!traceId) throw new Error('no trace id in the run\'s first event');
+  const runs = [];
+  for (let attempt = 0; attempt < 5; attempt += 1) {
+    const { page, context, problems } = await openPage(browser);
+    await page.addInitScript(INSTRUMENT);
+    const started = Date.now();
+    await page.goto(`${server.url}/t/${traceId}`, { waitUntil: 'commit' });
+    await page.locator('.message.replay[data-replay="done"]').waitFor({ timeout: 60_000 });
+    const shown = Date.now() - started;
+    await waitForHydration(page);
+    const hydrated = Date.now() - started;
+    const longTasks = await page.evaluate(() => window.__bench.longTasks);
+    const bytes = await page.evaluate(() => performance.getEntriesByType('navigation')[0]?.encodedBodySize ?? 0);
+    await context.close();
+    if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+    runs.push({ shown, hydrated, longest: longTasks.reduce((max, task) => Math.max(max, task.duration), 0), bytes });
+  }
+  runs.sort((a, b) => a.hydrated - b.hydrated);
+  const median = runs[Math.floor(runs.length / 2)];
+  console.log(`opening a stored trace of ${events.length} events (${(median.bytes / 1024).toFixed(0)} KiB of HTML), median of ${runs.length}:`);
+  console.log(`  final view shown (server-rendered) ${median.shown} ms; interactive (hydrated) ${median.hydrated} ms; longest task ${median.longest.toFixed(0)} ms`);
+}
+
+const server = await startServer({
+  workspace,
+  scenarios: {
+    busy: busyRun(TOKENS, TOOL_CALLS, 1),
+    big: busyRun(5_000 - 40 * 3 - 60, 40, 0),
+  },
+});
+const browser = await launchBrowser();
+try {
+  await streamingBenchmark(browser, server);
+  await traceBenchmark(browser, server);
+} finally {
+  await browser.close();
+  await server.stop();
+}

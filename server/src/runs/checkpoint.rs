@@ -1,0 +1,119 @@
+//! One checkpointer for every run. Each [`CHECKPOINT_INTERVAL`] (sooner after a `tool_result`) it
+//! appends the new events of all running runs in one SQLite transaction: one commit per interval
+//! rather than one per run, so thousands of concurrent runs stay within what one writer commits.
+//! A crash loses at most the events of the last interval plus one write.
+
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, MutexGuard},
+    time::Duration,
+};
+
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::Run;
+use crate::store::Store;
+
+/// Checkpoint at least this often while a run goes (and at each `tool_result`).
+pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
+
+pub struct Checkpointer {
+    store: Store,
+    /// Running runs by id, with the last seq stored.
+    tracked: Mutex<HashMap<String, Tracked>>,
+    /// Runs call `notify_one` on it after a `tool_result`.
+    wake: Arc<Notify>,
+    /// Held for the whole of a write, so `untrack` can wait for one in flight.
+    writing: tokio::sync::Mutex<()>,
+}
+
+struct Tracked {
+    run: Arc<Run>,
+    saved: u64,
+}
+
+impl Checkpointer {
+    pub fn new(store: Store) -> Arc<Self> {
+        Arc::new(Checkpointer {
+            store,
+            tracked: Mutex::new(HashMap::new()),
+            wake: Arc::new(Notify::new()),
+            writing: tokio::sync::Mutex::new(()),
+        })
+    }
+
+    /// What a run notifies to be checkpointed early.
+    pub fn waker(&self) -> Arc<Notify> {
+        self.wake.clone()
+    }
+
+    fn tracked(&self) -> MutexGuard<'_, HashMap<String, Tracked>> {
+        self.tracked
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn track(&self, run: Arc<Run>) {
+        self.tracked()
+            .insert(run.run_id.clone(), Tracked { run, saved: 0 });
+    }
+
+    /// Stops checkpointing the run. When this returns, no write of its events is in flight, so the
+    /// final write (which replaces the checkpoint rows) cannot be followed by a stray one.
+    pub async fn untrack(&self, run_id: &str) {
+        self.tracked().remove(run_id);
+        let _in_flight = self.writing.lock().await;
+    }
+
+    /// Writes every interval, or when woken, until `stop`.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+                _ = self.wake.notified() => {}
+            }
+            self.write_once().await;
+        }
+    }
+
+    async fn write_once(&self) {
+        let _writing = self.writing.lock().await;
+        let batches: Vec<(String, String, Vec<(u64, Arc<str>)>)> = self
+            .tracked()
+            .iter()
+            .filter_map(|(run_id, tracked)| {
+                let up_to = tracked.run.published().last_seq;
+                (up_to > tracked.saved).then(|| {
+                    (
+                        run_id.clone(),
+                        tracked.run.trace_id.clone(),
+                        tracked.run.events_between(tracked.saved, up_to, usize::MAX),
+                    )
+                })
+            })
+            .collect();
+        if batches.is_empty() {
+            return;
+        }
+        let writes: Vec<(&str, &[(u64, Arc<str>)])> = batches
+            .iter()
+            .map(|(_, trace_id, events)| (trace_id.as_str(), events.as_slice()))
+            .collect();
+        match self.store.append_event_batches(&writes).await {
+            Ok(()) => {
+                let mut tracked = self.tracked();
+                for (run_id, _, events) in &batches {
+                    if let (Some(entry), Some((seq, _))) = (tracked.get_mut(run_id), events.last())
+                    {
+                        entry.saved = *seq;
+                    }
+                }
+            }
+            Err(error) => {
+                tracing::warn!(runs = batches.len(), %error, "checkpoint failed; will retry")
+            }
+        }
+    }
+}
