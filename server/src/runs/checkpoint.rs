@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use crate::store::Store;
+use crate::store::{Store, TraceEvents};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
@@ -26,6 +26,13 @@ pub struct Checkpointer {
     wake: Arc<Notify>,
     /// Held for the whole of a write, so `untrack` can wait for one in flight.
     writing: tokio::sync::Mutex<()>,
+}
+
+/// One run's events not yet stored.
+struct Pending {
+    run_id: String,
+    trace_id: String,
+    events: Vec<(u64, Arc<str>)>,
 }
 
 struct Tracked {
@@ -80,32 +87,34 @@ impl Checkpointer {
 
     async fn write_once(&self) {
         let _writing = self.writing.lock().await;
-        let batches: Vec<(String, String, Vec<(u64, Arc<str>)>)> = self
+        let batches: Vec<Pending> = self
             .tracked()
             .iter()
             .filter_map(|(run_id, tracked)| {
                 let up_to = tracked.run.published().last_seq;
-                (up_to > tracked.saved).then(|| {
-                    (
-                        run_id.clone(),
-                        tracked.run.trace_id.clone(),
-                        tracked.run.events_between(tracked.saved, up_to, usize::MAX),
-                    )
+                (up_to > tracked.saved).then(|| Pending {
+                    run_id: run_id.clone(),
+                    trace_id: tracked.run.trace_id.clone(),
+                    events: tracked.run.events_between(tracked.saved, up_to, usize::MAX),
                 })
             })
             .collect();
         if batches.is_empty() {
             return;
         }
-        let writes: Vec<(&str, &[(u64, Arc<str>)])> = batches
+        let writes: Vec<TraceEvents> = batches
             .iter()
-            .map(|(_, trace_id, events)| (trace_id.as_str(), events.as_slice()))
+            .map(|pending| TraceEvents {
+                trace_id: &pending.trace_id,
+                events: &pending.events,
+            })
             .collect();
         match self.store.append_event_batches(&writes).await {
             Ok(()) => {
                 let mut tracked = self.tracked();
-                for (run_id, _, events) in &batches {
-                    if let (Some(entry), Some((seq, _))) = (tracked.get_mut(run_id), events.last())
+                for pending in &batches {
+                    if let (Some(entry), Some((seq, _))) =
+                        (tracked.get_mut(&pending.run_id), pending.events.last())
                     {
                         entry.saved = *seq;
                     }

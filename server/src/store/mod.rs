@@ -40,6 +40,12 @@ pub struct StartedRun {
 
 /// The trace row's final state.
 #[derive(Debug)]
+/// New events of one running trace (JSON, with their seq), for a checkpoint.
+pub struct TraceEvents<'a> {
+    pub trace_id: &'a str,
+    pub events: &'a [(u64, std::sync::Arc<str>)],
+}
+
 pub struct FinishedTrace<'a> {
     pub trace_id: &'a str,
     pub message: &'a Message,

@@ -139,17 +139,19 @@ impl Store {
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
     pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
-        self.append_event_batches(&[(trace_id, events)]).await
+        self.append_event_batches(&[super::TraceEvents { trace_id, events }])
+            .await
     }
 
     /// Appends checkpointed events of many running traces in one transaction (one commit).
-    pub async fn append_event_batches(&self, batches: &[(&str, &[(u64, Arc<str>)])]) -> Result<()> {
+    pub async fn append_event_batches(&self, batches: &[super::TraceEvents<'_>]) -> Result<()> {
         let rows: Vec<(&str, u64, &str)> = batches
             .iter()
-            .flat_map(|(trace_id, events)| {
-                events
+            .flat_map(|batch| {
+                batch
+                    .events
                     .iter()
-                    .map(move |(seq, json)| (*trace_id, *seq, json.as_ref()))
+                    .map(move |(seq, json)| (batch.trace_id, *seq, json.as_ref()))
             })
             .collect();
         if rows.is_empty() {
