@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, clippy for the server (ssr) and browser (hydrate) builds, the Rust
-# unit and integration tests, then the browser tests against the real release binary.
+# unit and integration tests, then the browser tests against the real release binary, and a
+# small run of the benchmarks' load generator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -28,20 +29,31 @@ npm_ci_in end2end
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
-step "clippy (ssr: app + server)"
-cargo clippy -p app -p server --all-targets --locked -- -D warnings
+step "clippy (ssr: app + server + bench)"
+cargo clippy -p app -p server -p bench --all-targets --locked -- -D warnings
 
 step "clippy (hydrate: app + frontend, wasm)"
 cargo clippy -p app -p frontend --target wasm32-unknown-unknown --locked -- -D warnings
 
-step "cargo test (app + server)"
-cargo test -p app -p server --locked
+step "cargo test (app + server + bench)"
+cargo test -p app -p server -p bench --locked
 
 step "build the site (cargo leptos)"
 build_site
 
 step "browser tests (end2end)"
 (cd end2end && npm test)
+
+# The benchmarks' load generator, at a tiny scale: it must keep working against the real binary
+# (scripts/bench.sh runs it at full scale).
+step "load generator smoke run (bench)"
+cargo build -p bench --bin loadgen --locked
+loadgen() { target/debug/loadgen --binary "$GLASSBOX_BIN" "$@"; }
+loadgen streams --streams 20 --rate 20 --seconds 1
+loadgen cancel --trials 3
+loadgen resume --events 500 --repeat 2
+loadgen crash --trials 2
+loadgen storage --events 200 --traces 2
 
 step "done"
 printf '\n%s\n' "${timings[@]}"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
+# the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
+# (streams, cancel, resume, crash, storage, micro, browser, bundle).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/lib/setup.sh
+
+ensure_cargo
+ensure_wasm_target
+ensure_cargo_leptos
+ensure_wasm_bindgen
+ensure_node
+ensure_chromium
+npm_ci_in end2end
+build_site
+log "cargo build --release -p bench (the load generator)"
+cargo build --release -p bench --bin loadgen --locked
+loadgen() { target/release/loadgen --binary "$GLASSBOX_BIN" "$@"; }
+
+wanted="${1:-all}"
+run() { [ "$wanted" = all ] || [ "$wanted" = "$1" ]; }
+
+if run streams; then
+  log "streams: 100, 1,000 and 5,000 runs at 5 events/s; 100 and 1,000 at 20 events/s"
+  loadgen streams --streams 100,1000,5000 --rate 5 --seconds 10
+  loadgen streams --streams 100,1000 --rate 20 --seconds 10
+fi
+if run cancel; then
+  log "cancel latency, idle and beside 1,000 streaming runs"
+  loadgen cancel --trials 100
+  loadgen cancel --trials 100 --background 1000
+fi
+if run resume; then
+  log "resume a 10,000-event run"
+  loadgen resume --events 10000 --repeat 20
+fi
+if run crash; then
+  log "crash window"
+  loadgen crash --trials 20
+fi
+if run storage; then
+  log "SQLite checkpoint and finalize"
+  loadgen storage --events 1000 --traces 20
+fi
+if run micro; then
+  log "criterion: reducer and sanitizer"
+  cargo bench -p bench --bench micro --locked
+fi
+if run browser; then
+  log "browser: streaming render and opening a stored trace"
+  (cd end2end && npm run bench)
+fi
+if run bundle; then
+  log "bundle sizes (raw, gzip -9, brotli 11)"
+  for file in target/site/pkg/glassbox.wasm target/site/pkg/glassbox.js target/site/pkg/glassbox.css; do
+    node -e '
+      const fs = require("fs"), zlib = require("zlib");
+      const bytes = fs.readFileSync(process.argv[1]);
+      const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
+      const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+      console.log(`${process.argv[1]}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
+    ' "$file"
+  done
+fi
