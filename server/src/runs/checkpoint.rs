@@ -13,7 +13,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use crate::store::{Store, TraceEvents};
+use crate::store::{CheckpointChunk, Store};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
@@ -26,13 +26,6 @@ pub struct Checkpointer {
     wake: Arc<Notify>,
     /// Held for the whole of a write, so `untrack` can wait for one in flight.
     writing: tokio::sync::Mutex<()>,
-}
-
-/// One run's events not yet stored.
-struct Pending {
-    run_id: String,
-    trace_id: String,
-    events: Vec<(u64, Arc<str>)>,
 }
 
 struct Tracked {
@@ -85,44 +78,45 @@ impl Checkpointer {
         }
     }
 
-    async fn write_once(&self) {
+    async fn write_once(self: &Arc<Self>) {
         let _writing = self.writing.lock().await;
-        let batches: Vec<Pending> = self
-            .tracked()
-            .iter()
-            .filter_map(|(run_id, tracked)| {
-                let up_to = tracked.run.published().last_seq;
-                (up_to > tracked.saved).then(|| Pending {
-                    run_id: run_id.clone(),
-                    trace_id: tracked.run.trace_id.clone(),
-                    events: tracked.run.events_between(tracked.saved, up_to, usize::MAX),
-                })
-            })
-            .collect();
-        if batches.is_empty() {
+        // Gathering and joining thousands of runs' events takes milliseconds: on the blocking
+        // pool, so it holds up no run or stream on the async workers.
+        let this = self.clone();
+        let Ok((run_ids, chunks)) = tokio::task::spawn_blocking(move || this.gather()).await else {
+            return;
+        };
+        if chunks.is_empty() {
             return;
         }
-        let writes: Vec<TraceEvents> = batches
-            .iter()
-            .map(|pending| TraceEvents {
-                trace_id: &pending.trace_id,
-                events: &pending.events,
-            })
-            .collect();
-        match self.store.append_event_batches(&writes).await {
+        match self.store.append_chunks(&chunks).await {
             Ok(()) => {
                 let mut tracked = self.tracked();
-                for pending in &batches {
-                    if let (Some(entry), Some((seq, _))) =
-                        (tracked.get_mut(&pending.run_id), pending.events.last())
-                    {
-                        entry.saved = *seq;
+                for (run_id, chunk) in run_ids.iter().zip(&chunks) {
+                    if let Some(entry) = tracked.get_mut(run_id) {
+                        entry.saved = chunk.last_seq;
                     }
                 }
             }
             Err(error) => {
-                tracing::warn!(runs = batches.len(), %error, "checkpoint failed; will retry")
+                tracing::warn!(runs = chunks.len(), %error, "checkpoint failed; will retry")
             }
         }
+    }
+
+    /// Each tracked run's events since its last checkpoint, and the ids of those runs.
+    fn gather(&self) -> (Vec<String>, Vec<CheckpointChunk>) {
+        self.tracked()
+            .iter()
+            .filter_map(|(run_id, tracked)| {
+                let up_to = tracked.run.published().last_seq;
+                if up_to <= tracked.saved {
+                    return None;
+                }
+                let events = tracked.run.events_between(tracked.saved, up_to, usize::MAX);
+                let chunk = CheckpointChunk::new(&tracked.run.trace_id, &events)?;
+                Some((run_id.clone(), chunk))
+            })
+            .unzip()
     }
 }

@@ -40,10 +40,48 @@ pub struct StartedRun {
 
 /// The trace row's final state.
 #[derive(Debug)]
-/// New events of one running trace (JSON, with their seq), for a checkpoint.
-pub struct TraceEvents<'a> {
-    pub trace_id: &'a str,
-    pub events: &'a [(u64, std::sync::Arc<str>)],
+/// New events of one running trace, ready to store: a JSON array of the events `first_seq ..=
+/// last_seq`. Built off the async workers (see `runs::Checkpointer`).
+pub struct CheckpointChunk {
+    pub trace_id: String,
+    pub first_seq: u64,
+    pub last_seq: u64,
+    pub events_json: String,
+}
+
+impl CheckpointChunk {
+    /// The chunk of `events` (JSON with their seq, in order); `None` when there are none.
+    pub fn new(trace_id: &str, events: &[(u64, std::sync::Arc<str>)]) -> Option<Self> {
+        let first_seq = events.first()?.0;
+        let last_seq = events.last()?.0;
+        let json: Vec<&str> = events.iter().map(|(_, json)| json.as_ref()).collect();
+        Some(CheckpointChunk {
+            trace_id: trace_id.to_owned(),
+            first_seq,
+            last_seq,
+            events_json: join_json_array(&json),
+        })
+    }
+}
+
+/// `[a,b,c]` from JSON texts, without parsing them.
+pub fn join_json_array<T: AsRef<str>>(items: &[T]) -> String {
+    let mut out = String::with_capacity(
+        items
+            .iter()
+            .map(|item| item.as_ref().len() + 1)
+            .sum::<usize>()
+            + 2,
+    );
+    out.push('[');
+    for (index, item) in items.iter().enumerate() {
+        if index > 0 {
+            out.push(',');
+        }
+        out.push_str(item.as_ref());
+    }
+    out.push(']');
+    out
 }
 
 pub struct FinishedTrace<'a> {

@@ -9,7 +9,9 @@ use sqlx::{
     Row, SqlitePool,
 };
 
-use super::{trace_status, FinishedTrace, NewRun, StartedRun, Trace};
+use super::{
+    join_json_array, trace_status, CheckpointChunk, FinishedTrace, NewRun, StartedRun, Trace,
+};
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug)]
@@ -139,34 +141,28 @@ impl Store {
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
     pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
-        self.append_event_batches(&[super::TraceEvents { trace_id, events }])
-            .await
+        let chunks: Vec<CheckpointChunk> =
+            CheckpointChunk::new(trace_id, events).into_iter().collect();
+        self.append_chunks(&chunks).await
     }
 
-    /// Appends checkpointed events of many running traces in one transaction (one commit).
-    pub async fn append_event_batches(&self, batches: &[super::TraceEvents<'_>]) -> Result<()> {
-        let rows: Vec<(&str, u64, &str)> = batches
-            .iter()
-            .flat_map(|batch| {
-                batch
-                    .events
-                    .iter()
-                    .map(move |(seq, json)| (batch.trace_id, *seq, json.as_ref()))
-            })
-            .collect();
-        if rows.is_empty() {
+    /// Appends checkpoint chunks of many running traces in one transaction (one commit), one row
+    /// each. A retried checkpoint starts at the same seq and replaces its row.
+    pub async fn append_chunks(&self, chunks: &[CheckpointChunk]) -> Result<()> {
+        if chunks.is_empty() {
             return Ok(());
         }
         let mut tx = self.pool.begin().await?;
         // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
-        for chunk in rows.chunks(300) {
+        for rows in chunks.chunks(200) {
             let mut builder = sqlx::QueryBuilder::new(
-                "INSERT OR IGNORE INTO trace_events (trace_id, seq, event) ",
+                "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
             );
-            builder.push_values(chunk, |mut row, (trace_id, seq, json)| {
-                row.push_bind(*trace_id)
-                    .push_bind(*seq as i64)
-                    .push_bind(*json);
+            builder.push_values(rows, |mut row, chunk| {
+                row.push_bind(chunk.trace_id.as_str())
+                    .push_bind(chunk.first_seq as i64)
+                    .push_bind(chunk.last_seq as i64)
+                    .push_bind(chunk.events_json.as_str());
             });
             builder.build().execute(&mut *tx).await?;
         }
@@ -202,7 +198,7 @@ impl Store {
         .bind(finished.trace_id)
         .execute(&mut *tx)
         .await?;
-        sqlx::query("DELETE FROM trace_events WHERE trace_id = ?")
+        sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = ?")
             .bind(finished.trace_id)
             .execute(&mut *tx)
             .await?;
@@ -311,17 +307,20 @@ impl Store {
     }
 
     async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
-        let rows = sqlx::query("SELECT event FROM trace_events WHERE trace_id = ? ORDER BY seq")
-            .bind(trace_id)
-            .fetch_all(&self.pool)
-            .await?;
-        rows.iter()
-            .map(|row| {
-                let json: String = row.try_get("event")?;
-                serde_json::from_str(&json)
-                    .map_err(|error| Error::Internal(format!("stored event: {error}")))
-            })
-            .collect()
+        let rows = sqlx::query(
+            "SELECT events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
+        )
+        .bind(trace_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut events = Vec::new();
+        for row in &rows {
+            let json: String = row.try_get("events")?;
+            let chunk: Vec<Event> = serde_json::from_str(&json)
+                .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
+            events.extend(chunk);
+        }
+        Ok(events)
     }
 
     pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
@@ -528,18 +527,4 @@ fn title_for(content: &str) -> String {
         None if line.is_empty() => "New conversation".to_owned(),
         None => line,
     }
-}
-
-/// `[a,b,c]` from already-serialized JSON values, without parsing them again.
-fn join_json_array(items: &[Arc<str>]) -> String {
-    let mut out = String::with_capacity(items.iter().map(|item| item.len() + 1).sum::<usize>() + 2);
-    out.push('[');
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        out.push_str(item);
-    }
-    out.push(']');
-    out
 }

@@ -1,0 +1,124 @@
+//! Upgrading a database written by an earlier version keeps what it stored: a run left running,
+//! with its events checkpointed in the old one-row-per-event table, is recovered after the
+//! checkpoint-chunk migration.
+
+use std::borrow::Cow;
+
+use app::protocol::{Event, EventKind, Message, MessageStatus};
+use glassbox::store::Store;
+use sqlx::{sqlite::SqliteConnectOptions, ConnectOptions};
+
+#[tokio::test]
+async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+
+    // The database as the version before `trace_event_chunks` left it.
+    let mut old = SqliteConnectOptions::new()
+        .filename(dir.path().join("old.db"))
+        .create_if_missing(true)
+        .connect()
+        .await
+        .expect("open");
+    let mut migrator = sqlx::migrate!("../migrations");
+    migrator.migrations = Cow::Owned(
+        migrator
+            .migrations
+            .iter()
+            .filter(|migration| migration.version < 20261122000003)
+            .cloned()
+            .collect(),
+    );
+    migrator.run(&mut old).await.expect("old migrations");
+    let now = "2026-11-22T10:00:00.000Z";
+    let user_body = serde_json::to_string(&Message::user(
+        "msg_user".into(),
+        "Where is it?".into(),
+        now.into(),
+    ))
+    .expect("JSON");
+    let assistant_body = serde_json::to_string(&Message::assistant(
+        "msg_1".into(),
+        "demo".into(),
+        now.into(),
+    ))
+    .expect("JSON");
+    for statement in [
+        "INSERT INTO conversations VALUES ('conv_1', 'owner', 'Old', 'demo', ?1, ?1)",
+        "INSERT INTO messages VALUES ('msg_user', 'conv_1', 0, 'user', 'complete', ?2, ?1)",
+        "INSERT INTO messages VALUES ('msg_1', 'conv_1', 1, 'assistant', 'streaming', ?3, ?1)",
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id,
+             model, started_at, created_at)
+         VALUES ('trace_1', 'run_1', 'conv_1', 'msg_1', 'msg_user', 'demo', ?1, ?1)",
+    ] {
+        sqlx::query(statement)
+            .bind(now)
+            .bind(&user_body)
+            .bind(&assistant_body)
+            .execute(&mut old)
+            .await
+            .expect("insert");
+    }
+    let kinds = [
+        EventKind::MessageStarted {
+            conversation_id: "conv_1".into(),
+            user_message_id: "msg_user".into(),
+            message_id: "msg_1".into(),
+            trace_id: "trace_1".into(),
+            model: "demo".into(),
+        },
+        EventKind::TextDelta {
+            segment_id: "txt_1".into(),
+            sequence_number: Some(0),
+            delta: "Kept ".into(),
+        },
+        EventKind::TextDelta {
+            segment_id: "txt_1".into(),
+            sequence_number: None,
+            delta: "across the upgrade.".into(),
+        },
+    ];
+    let events: Vec<Event> = kinds
+        .into_iter()
+        .enumerate()
+        .map(|(index, kind)| Event {
+            seq: index as u64 + 1,
+            run_id: "run_1".into(),
+            ts: now.into(),
+            kind,
+        })
+        .collect();
+    for event in &events {
+        sqlx::query("INSERT INTO trace_events (trace_id, seq, event) VALUES ('trace_1', ?, ?)")
+            .bind(event.seq as i64)
+            .bind(serde_json::to_string(event).expect("JSON"))
+            .execute(&mut old)
+            .await
+            .expect("insert event");
+    }
+    drop(old);
+
+    let store = Store::connect(&url).await.expect("upgrade");
+    assert_eq!(
+        store
+            .interrupt_leftover_runs("2026-11-22T10:05:00.000Z")
+            .await
+            .expect("recover"),
+        1
+    );
+    let trace = store
+        .get_trace("owner", "trace_1")
+        .await
+        .expect("read")
+        .expect("the trace");
+    assert_eq!(trace.status, "interrupted");
+    assert_eq!(trace.events, events, "every checkpointed event is kept");
+    let conversation = store
+        .get_conversation("owner", "conv_1")
+        .await
+        .expect("read")
+        .expect("the conversation");
+    let answer = conversation.messages.last().expect("the assistant message");
+    assert_eq!(answer.status, MessageStatus::Interrupted);
+    assert_eq!(answer.text(), "Kept across the upgrade.");
+}
