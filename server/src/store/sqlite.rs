@@ -141,14 +141,15 @@ impl Store {
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
     pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
-        let chunks: Vec<CheckpointChunk> =
-            CheckpointChunk::new(trace_id, events).into_iter().collect();
-        self.append_chunks(&chunks).await
+        match CheckpointChunk::new(trace_id, events) {
+            Some(chunk) => self.append_chunks(&[&chunk]).await,
+            None => Ok(()),
+        }
     }
 
     /// Appends checkpoint chunks of many running traces in one transaction (one commit), one row
     /// each. A retried checkpoint starts at the same seq and replaces its row.
-    pub async fn append_chunks(&self, chunks: &[CheckpointChunk]) -> Result<()> {
+    pub async fn append_chunks(&self, chunks: &[&CheckpointChunk]) -> Result<()> {
         if chunks.is_empty() {
             return Ok(());
         }
