@@ -3,7 +3,9 @@
 
 use leptos::prelude::*;
 
-use crate::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
+use crate::models::{
+    Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace, TraceOverview,
+};
 
 #[server(prefix = "/api/fn", endpoint = "model_turns")]
 pub async fn get_model_turns(trace_id: String) -> Result<Vec<ModelTurnTiming>, ServerFnError> {
@@ -18,6 +20,16 @@ pub async fn get_trace(trace_id: String) -> Result<Option<Trace>, ServerFnError>
     ssr::source()?
         .trace(trace_id)
         .await
+        .map_err(ServerFnError::new)
+}
+
+/// A trace without its events, as its page opens (the replay fetches them with `get_trace`).
+#[server(prefix = "/api/fn", endpoint = "trace-overview")]
+pub async fn get_trace_overview(trace_id: String) -> Result<Option<TraceOverview>, ServerFnError> {
+    ssr::source()?
+        .trace(trace_id)
+        .await
+        .map(|trace| trace.map(TraceOverview::of))
         .map_err(ServerFnError::new)
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{Event, Message};
+use crate::protocol::{fold, parse_rfc3339_millis, Event, EventKind, Message};
 
 /// One line of the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -68,4 +68,67 @@ pub struct ModelTurnTiming {
     pub model: String,
     pub started_at: String,
     pub completed_at: String,
+}
+
+/// A stored trace as its page opens: everything but the events, which the replay fetches when it
+/// is played. With every event inline, a 5,000-event trace was 1.2 MB of HTML and one hydration
+/// task of 150 to 240 ms (docs/benchmarks.md).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceOverview {
+    /// The trace, with `events` left empty.
+    pub trace: Trace,
+    pub event_count: usize,
+    /// What the events fold to: the replay's final view.
+    pub message: Option<Message>,
+    /// When the last event happened (Unix ms): where the timeline ends.
+    pub last_event_ms: Option<i64>,
+    /// Each text segment's first and last delta, for the timeline.
+    pub text_spans: Vec<TextSpan>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextSpan {
+    pub segment_id: String,
+    pub first_ms: i64,
+    pub last_ms: i64,
+}
+
+impl TraceOverview {
+    pub fn of(mut trace: Trace) -> Self {
+        let message = fold(&trace.events);
+        let last_event_ms = trace
+            .events
+            .last()
+            .and_then(|event| parse_rfc3339_millis(&event.ts));
+        let mut text_spans: Vec<TextSpan> = Vec::new();
+        for event in &trace.events {
+            let EventKind::TextDelta { segment_id, .. } = &event.kind else {
+                continue;
+            };
+            let Some(ms) = parse_rfc3339_millis(&event.ts) else {
+                continue;
+            };
+            match text_spans
+                .iter_mut()
+                .rev()
+                .find(|span| span.segment_id == *segment_id)
+            {
+                Some(span) => span.last_ms = ms,
+                None => text_spans.push(TextSpan {
+                    segment_id: segment_id.clone(),
+                    first_ms: ms,
+                    last_ms: ms,
+                }),
+            }
+        }
+        let event_count = trace.events.len();
+        trace.events = Vec::new();
+        TraceOverview {
+            trace,
+            event_count,
+            message,
+            last_event_ms,
+            text_spans,
+        }
+    }
 }

@@ -5,23 +5,23 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
-use crate::api::{get_inspector, get_model_turns, get_trace};
+use crate::api::{get_inspector, get_model_turns, get_trace_overview};
 use crate::components::segments::{format_duration, PersistedSegments};
 use crate::components::StreamingMessage;
-use crate::models::Trace;
-use crate::protocol::{fold, parse_rfc3339_millis, Event, EventKind, Message, Segment};
+use crate::models::{Trace, TraceOverview};
+use crate::protocol::{fold, parse_rfc3339_millis, Event, Message, Segment};
 
 #[component]
 pub fn TracePage() -> impl IntoView {
     let params = use_params_map();
     let trace_id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    let trace = Resource::new(move || trace_id.get(), get_trace);
+    let trace = Resource::new(move || trace_id.get(), get_trace_overview);
     view! {
         <main class="trace-page">
             <Transition fallback=|| view! { <p class="muted">"Loading the trace…"</p> }>
                 {move || Suspend::new(async move {
                     match trace.await {
-                        Ok(Some(trace)) => view! { <TraceView trace /> }.into_any(),
+                        Ok(Some(overview)) => view! { <TraceView overview /> }.into_any(),
                         Ok(None) => view! {
                             <p class="error notice">"This trace does not exist."</p>
                             <a href="/">"Back to the chat"</a>
@@ -58,7 +58,8 @@ fn ending(trace: &Trace) -> String {
 }
 
 #[component]
-fn TraceView(trace: Trace) -> impl IntoView {
+fn TraceView(overview: TraceOverview) -> impl IntoView {
+    let trace = overview.trace.clone();
     let tab = RwSignal::new("steps");
     let tab_button = move |name: &'static str, label: &'static str| {
         view! {
@@ -78,14 +79,15 @@ fn TraceView(trace: Trace) -> impl IntoView {
         _ => String::new(),
     };
     let trace_id = trace.trace_id.clone();
-    let events = trace.events.clone();
-    let timeline_trace = trace.clone();
+    let replay_trace_id = trace.trace_id.clone();
+    let event_count = overview.event_count;
+    let final_message = overview.message.clone();
     view! {
         <header class="trace-header">
             <a href=format!("/c/{}", trace.conversation_id)>"← Back to the conversation"</a>
             <h1>"Trace"</h1>
             <p class=format!("trace-status {}", trace.status)>{ending(&trace)}</p>
-            <p class="muted">{format!("{} · {} events · {} tool calls{tokens}", trace.model, trace.events.len(), trace.total_tool_calls)}</p>
+            <p class="muted">{format!("{} · {} events · {} tool calls{tokens}", trace.model, event_count, trace.total_tool_calls)}</p>
         </header>
         <div class="tabs" role="tablist">
             {tab_button("steps", "Steps & replay")}
@@ -93,10 +95,10 @@ fn TraceView(trace: Trace) -> impl IntoView {
             {tab_button("inspector", "Inspector")}
         </div>
         <section class="tab-panel" hidden=move || tab.get() != "steps">
-            <Replay events />
+            <Replay trace_id=replay_trace_id total=event_count final_message />
         </section>
         <section class="tab-panel" hidden=move || tab.get() != "timeline">
-            <Timeline trace=timeline_trace />
+            <Timeline overview />
         </section>
         <section class="tab-panel" hidden=move || tab.get() != "inspector">
             <Show when=move || tab.get() == "inspector">
@@ -107,11 +109,14 @@ fn TraceView(trace: Trace) -> impl IntoView {
     .into_any()
 }
 
-/// Replays the stored events: play/pause, 1×, 4× or instant, and a scrubber.
+/// Replays the stored events: play/pause, 1×, 4× or instant, and a scrubber. It opens on the final
+/// message; the events are fetched the first time the replay is played or scrubbed.
 #[component]
-fn Replay(events: Vec<Event>) -> impl IntoView {
-    let total = events.len();
-    let events = StoredValue::new(events);
+fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> impl IntoView {
+    let trace_id = StoredValue::new(trace_id);
+    let events = StoredValue::new(Vec::<Event>::new());
+    let loaded = RwSignal::new(false);
+    let load_error = RwSignal::new(None::<String>);
     // Opens on the final view; Play starts from the first event.
     let position = RwSignal::new(total);
     let playing = RwSignal::new(false);
@@ -120,10 +125,36 @@ fn Replay(events: Vec<Event>) -> impl IntoView {
     let generation = RwSignal::new(0_u64);
     let message = Memo::new(move |_| {
         let upto = position.get();
+        if upto >= total || !loaded.get() {
+            return final_message.clone();
+        }
         events.with_value(|events| fold(&events[..upto.min(events.len())]))
     });
     let live: Signal<Option<Message>> = Signal::derive(move || message.get());
     let finished = move || position.get() >= total;
+
+    // Runs `then` once the events are here, fetching them the first time.
+    let with_events = move |then: Box<dyn FnOnce()>| {
+        if loaded.get_untracked() {
+            then();
+            return;
+        }
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            match crate::api::get_trace(trace_id.get_value()).await {
+                Ok(Some(trace)) => {
+                    events.set_value(trace.events);
+                    loaded.set(true);
+                    load_error.set(None);
+                    then();
+                }
+                Ok(None) => load_error.set(Some("This trace no longer exists.".into())),
+                Err(error) => load_error.set(Some(format!("Could not load the events: {error}"))),
+            }
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (then, trace_id);
+    };
 
     let play = move |_| {
         if playing.get_untracked() {
@@ -131,25 +162,27 @@ fn Replay(events: Vec<Event>) -> impl IntoView {
             generation.update(|g| *g += 1);
             return;
         }
-        if position.get_untracked() >= total {
-            position.set(1.min(total));
-        }
-        generation.update(|g| *g += 1);
-        playing.set(true);
-        if speed.get_untracked() == 0.0 {
-            position.set(total);
-            playing.set(false);
-        } else {
-            #[cfg(feature = "hydrate")]
-            advance(
-                events,
-                position,
-                playing,
-                speed,
-                generation,
-                generation.get_untracked(),
-            );
-        }
+        with_events(Box::new(move || {
+            if position.get_untracked() >= total {
+                position.set(1.min(total));
+            }
+            generation.update(|g| *g += 1);
+            playing.set(true);
+            if speed.get_untracked() == 0.0 {
+                position.set(total);
+                playing.set(false);
+            } else {
+                #[cfg(feature = "hydrate")]
+                advance(
+                    events,
+                    position,
+                    playing,
+                    speed,
+                    generation,
+                    generation.get_untracked(),
+                );
+            }
+        }));
     };
     let set_speed = move |value: f64| {
         speed.set(value);
@@ -182,13 +215,15 @@ fn Replay(events: Vec<Event>) -> impl IntoView {
                 max=total.to_string()
                 prop:value=move || position.get().to_string()
                 on:input=move |event| {
+                    let to = event_target_value(&event).parse().unwrap_or(total).min(total);
                     generation.update(|g| *g += 1);
                     playing.set(false);
-                    position.set(event_target_value(&event).parse().unwrap_or(total).min(total));
+                    with_events(Box::new(move || position.set(to)));
                 }
             />
             <span class="muted replay-position">{move || format!("event {} of {total}", position.get())}</span>
         </div>
+        {move || load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
         <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
             {move || {
                 if finished() {
@@ -250,17 +285,14 @@ struct Bar {
 
 /// A waterfall: model turns, reasoning parts, tool calls and the answer on one time axis.
 #[component]
-fn Timeline(trace: Trace) -> impl IntoView {
+fn Timeline(overview: TraceOverview) -> impl IntoView {
+    let trace = &overview.trace;
     let turns = Resource::new(move || (), {
         let trace_id = trace.trace_id.clone();
         move |_| get_model_turns(trace_id.clone())
     });
     let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
-    let last = trace
-        .events
-        .last()
-        .and_then(|e| parse_rfc3339_millis(&e.ts))
-        .unwrap_or(origin);
+    let last = overview.last_event_ms.unwrap_or(origin);
     let end = trace
         .completed_at
         .as_deref()
@@ -269,8 +301,8 @@ fn Timeline(trace: Trace) -> impl IntoView {
         .max(last)
         .max(origin + 1);
     let mut bars = Vec::new();
-    let message = fold(&trace.events);
-    for segment in message
+    for segment in overview
+        .message
         .as_ref()
         .map(|m| m.segments.clone())
         .unwrap_or_default()
@@ -303,18 +335,16 @@ fn Timeline(trace: Trace) -> impl IntoView {
                 });
             }
             Segment::Text(text) => {
-                let times: Vec<i64> = trace
-                    .events
+                if let Some(span) = overview
+                    .text_spans
                     .iter()
-                    .filter(|e| matches!(&e.kind, EventKind::TextDelta { segment_id, .. } if *segment_id == text.id))
-                    .filter_map(|e| parse_rfc3339_millis(&e.ts))
-                    .collect();
-                if let (Some(first), Some(last)) = (times.first(), times.last()) {
+                    .find(|span| span.segment_id == text.id)
+                {
                     bars.push(Bar {
                         label: "Answer text".to_owned(),
                         kind: "text",
-                        start: *first,
-                        end: *last,
+                        start: span.first_ms,
+                        end: span.last_ms,
                     });
                 }
             }
