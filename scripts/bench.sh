@@ -22,9 +22,9 @@ wanted="${1:-all}"
 run() { [ "$wanted" = all ] || [ "$wanted" = "$1" ]; }
 
 if run streams; then
-  log "streams: 100, 1,000 and 5,000 runs at 5 events/s; 100 and 1,000 at 20 events/s"
+  log "streams: 100, 1,000 and 5,000 runs at 5 and at 20 events/s"
   loadgen streams --streams 100,1000,5000 --rate 5 --seconds 10
-  loadgen streams --streams 100,1000 --rate 20 --seconds 10
+  loadgen streams --streams 100,1000,5000 --rate 20 --seconds 10
 fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"
