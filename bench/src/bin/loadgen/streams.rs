@@ -217,8 +217,11 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
         per_stream_kib(server_before.rss_bytes),
         per_stream_kib(server_after.rss_bytes)
     );
-    if !errors.is_empty() {
-        println!("errors: {} (first: {})", errors.len(), errors[0]);
+    if let Some(first) = errors.first() {
+        return Err(format!("{} streams failed (first: {first})", errors.len()));
+    }
+    if latencies.is_empty() {
+        return Err("no clock-stamped delta arrived in the window".into());
     }
     println!(
         "| {streams} | {rate} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.1} / {:.1} |",
