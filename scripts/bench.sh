@@ -24,7 +24,9 @@ run() { [ "$wanted" = all ] || [ "$wanted" = "$1" ]; }
 if run streams; then
   log "streams: 100, 1,000 and 5,000 runs at 5 and at 20 events/s"
   loadgen streams --streams 100,1000,5000 --rate 5 --seconds 10
-  loadgen streams --streams 100,1000,5000 --rate 20 --seconds 10
+  loadgen streams --streams 100,1000 --rate 20 --seconds 10
+  # 100,000 events/s: beyond what 2 cores carry with the generator beside the server.
+  loadgen streams --streams 5000 --rate 20 --seconds 10 || log "5,000 streams x 20 events/s did not complete"
 fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"
