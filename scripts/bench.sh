@@ -6,13 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 
-ensure_cargo
-ensure_wasm_target
-ensure_cargo_leptos
-ensure_wasm_bindgen
-ensure_node
-ensure_chromium
-npm_ci_in end2end
+ensure_build_tools
+ensure_browser_tools
 build_site
 log "cargo build --release -p bench (the load generator)"
 cargo build --release -p bench --bin loadgen --locked

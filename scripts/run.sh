@@ -5,11 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
 
-ensure_cargo
-ensure_wasm_target
-ensure_cargo_leptos
-ensure_wasm_bindgen
-ensure_node
+ensure_build_tools
 build_site
 
 log "starting $GLASSBOX_BIN (Ctrl+C stops it)"

@@ -17,14 +17,9 @@ step() {
 }
 current_step="setup"
 
-ensure_cargo
+ensure_build_tools
 ensure_rust_components
-ensure_wasm_target
-ensure_cargo_leptos
-ensure_wasm_bindgen
-ensure_node
-ensure_chromium
-npm_ci_in end2end
+ensure_browser_tools
 
 step "cargo fmt --check"
 cargo fmt --all -- --check

@@ -21,6 +21,22 @@ pub fn summary(samples: &mut [u64]) -> (u64, u64, u64) {
     )
 }
 
+/// Repeatable pseudo-random delays (a linear congruential generator): benchmarks vary the moment
+/// they act at, the same way on every run.
+pub struct Jitter(u32);
+
+impl Jitter {
+    pub fn new(seed: u32) -> Self {
+        Jitter(seed)
+    }
+
+    /// A value in `0..bound` (`bound` > 0).
+    pub fn below(&mut self, bound: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+        u64::from(self.0 >> 16) % bound.max(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

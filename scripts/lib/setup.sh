@@ -102,6 +102,21 @@ ensure_chromium() {
   export CHROMIUM_PATH=/usr/bin/chromium
 }
 
+# What building the site needs: cargo, the wasm target, cargo-leptos, wasm-bindgen-cli, Node.
+ensure_build_tools() {
+  ensure_cargo
+  ensure_wasm_target
+  ensure_cargo_leptos
+  ensure_wasm_bindgen
+  ensure_node
+}
+
+# What driving the browser needs: Chromium and the end2end packages.
+ensure_browser_tools() {
+  ensure_chromium
+  npm_ci_in end2end
+}
+
 # Builds the server and the hydrate bundle. Release when wasm-opt is available, else debug.
 build_site() {
   ensure_wasm_opt

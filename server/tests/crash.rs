@@ -14,6 +14,17 @@ fn free_port() -> u16 {
         .expect("free port")
 }
 
+async fn get_json(client: &reqwest::Client, url: String) -> Value {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .args(["--addr", &format!("127.0.0.1:{port}")])
@@ -95,17 +106,14 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     let mut child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
     for (started, seen) in &runs {
-        let trace: Value = client
-            .get(format!(
+        let trace = get_json(
+            &client,
+            format!(
                 "{base}/api/traces/{}",
                 started["trace_id"].as_str().expect("trace")
-            ))
-            .send()
-            .await
-            .expect("GET")
-            .json()
-            .await
-            .expect("JSON");
+            ),
+        )
+        .await;
         assert_eq!(trace["status"], "interrupted");
         let stored: Vec<app::protocol::Event> =
             serde_json::from_value(trace["events"].clone()).expect("events");
@@ -120,17 +128,14 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
         );
     }
     let started = &runs[0].0;
-    let conversation: Value = client
-        .get(format!(
+    let conversation = get_json(
+        &client,
+        format!(
             "{base}/api/conversations/{}",
             started["conversation_id"].as_str().expect("conversation")
-        ))
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON");
+        ),
+    )
+    .await;
     let assistant = &conversation["messages"][1];
     assert_eq!(assistant["status"], "interrupted");
     assert!(assistant["ended_reason"]

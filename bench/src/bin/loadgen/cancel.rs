@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use glassbox_bench::summary;
+use glassbox_bench::{summary, Jitter};
 use serde_json::json;
 
 use crate::{
@@ -41,13 +41,12 @@ fn cases() -> Vec<Case> {
 }
 
 pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let mut scenarios: Vec<(&str, serde_json::Value)> = cases()
         .into_iter()
         .map(|case| (case.name, case.scenario))
         .collect();
     scenarios.push((streams::SCENARIO, streams::scenario(20)));
-    let server = ServerProcess::start(&env.binary, &env.site_root, dir.path(), &scenarios)?;
+    let server = ServerProcess::start(env, &scenarios)?;
     let client = streams::client()?;
 
     // Optional load: runs streaming 20 events/s each, read by their own clients.
@@ -67,7 +66,7 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
-    let mut seed = 0x9e37_79b9_u32;
+    let mut jitter = Jitter::new(0x9e37_79b9);
     for case in cases() {
         let mut latencies = Vec::with_capacity(trials);
         let mut answered = Vec::with_capacity(trials);
@@ -86,8 +85,7 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
                 .await
                 .ok_or("the run ended before it was ready")?;
             // Stop at a varying moment in the state, 10 to 200 ms in.
-            seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-            tokio::time::sleep(Duration::from_millis(10 + u64::from(seed >> 16) % 190)).await;
+            tokio::time::sleep(Duration::from_millis(10 + jitter.below(190))).await;
 
             let pressed = Instant::now();
             let cancel = tokio::spawn({

@@ -3,7 +3,7 @@
 
 use std::{collections::HashMap, time::Duration};
 
-use glassbox_bench::summary;
+use glassbox_bench::{summary, Jitter};
 use serde_json::json;
 
 use crate::{
@@ -15,23 +15,16 @@ use crate::{
 const SCENARIO: &str = "crash";
 
 pub async fn run(env: &Env, trials: usize) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let scenario = json!({"delta_interval_ms": 20, "steps": [{"clock_text": 100000}]});
-    let mut server = ServerProcess::start(
-        &env.binary,
-        &env.site_root,
-        dir.path(),
-        &[(SCENARIO, scenario)],
-    )?;
+    let mut server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
     let client = streams::client()?;
     let mut lost_events = Vec::new();
     let mut lost_ms = Vec::new();
-    let mut seed = 0x2545_f491_u32;
+    let mut jitter = Jitter::new(0x2545_f491);
     for _ in 0..trials {
         let mut stream =
             RunStream::start(&client, &server.base, &format!("scenario:{SCENARIO}")).await?;
-        seed = seed.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-        let kill_at = unix_micros() + 300_000 + u64::from(seed >> 16) % 1_200_000;
+        let kill_at = unix_micros() + 300_000 + jitter.below(1_200_000);
         let mut run_id = String::new();
         let mut stamps: HashMap<u64, u64> = HashMap::new();
         let mut last_read = 0;

@@ -15,18 +15,12 @@ use crate::{
 const SCENARIO: &str = "resume";
 
 pub async fn run(env: &Env, events: u32, repeat: usize) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     // `events` text deltas as fast as the engine goes, then a long pause: a live run to resume.
     let scenario = json!({
         "delta_interval_ms": 0,
         "steps": [{"clock_text": events}, {"pause_ms": 600000}]
     });
-    let mut server = ServerProcess::start(
-        &env.binary,
-        &env.site_root,
-        dir.path(),
-        &[(SCENARIO, scenario)],
-    )?;
+    let mut server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
     let client = streams::client()?;
 
     let mut stream =

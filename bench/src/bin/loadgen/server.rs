@@ -9,6 +9,8 @@ use std::{
 
 use serde_json::Value;
 
+use crate::Env;
+
 pub struct ServerProcess {
     pub base: String,
     pub dir: PathBuf,
@@ -16,6 +18,8 @@ pub struct ServerProcess {
     site_root: PathBuf,
     port: u16,
     child: Child,
+    /// The data, scenarios and workspace folders; removed with the server.
+    _temporary: tempfile::TempDir,
 }
 
 /// CPU seconds (user + system) and resident memory of a process, read from /proc.
@@ -26,13 +30,11 @@ pub struct Usage {
 }
 
 impl ServerProcess {
-    /// Starts the binary with a fresh data folder under `dir` and the given scenarios.
-    pub fn start(
-        binary: &Path,
-        site_root: &Path,
-        dir: &Path,
-        scenarios: &[(&str, Value)],
-    ) -> Result<Self, String> {
+    /// Starts the binary in a fresh temporary folder (data, scenarios, workspace) with the given
+    /// scenarios.
+    pub fn start(env: &Env, scenarios: &[(&str, Value)]) -> Result<Self, String> {
+        let temporary = tempfile::tempdir().map_err(|error| error.to_string())?;
+        let dir = temporary.path();
         for sub in ["data", "scenarios", "workspace"] {
             std::fs::create_dir_all(dir.join(sub)).map_err(|error| error.to_string())?;
         }
@@ -44,14 +46,15 @@ impl ServerProcess {
             .map_err(|error| error.to_string())?;
         }
         let port = free_port()?;
-        let child = spawn(binary, site_root, dir, port)?;
+        let child = spawn(&env.binary, &env.site_root, dir, port)?;
         let mut server = ServerProcess {
             base: format!("http://127.0.0.1:{port}"),
             dir: dir.to_owned(),
-            binary: binary.to_owned(),
-            site_root: site_root.to_owned(),
+            binary: env.binary.clone(),
+            site_root: env.site_root.clone(),
             port,
             child,
+            _temporary: temporary,
         };
         server.wait_healthy()?;
         Ok(server)

@@ -116,17 +116,17 @@ async fn used_bytes(store: &Store) -> Result<u64, String> {
         .execute(pool)
         .await
         .map_err(error)?;
-    let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
-        .fetch_one(pool)
-        .await
-        .map_err(error)?;
-    let free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
-        .fetch_one(pool)
-        .await
-        .map_err(error)?;
-    let size: i64 = sqlx::query_scalar("PRAGMA page_size")
-        .fetch_one(pool)
-        .await
-        .map_err(error)?;
+    let mut values = [0i64; 3];
+    for (value, pragma) in values.iter_mut().zip([
+        "PRAGMA page_count",
+        "PRAGMA freelist_count",
+        "PRAGMA page_size",
+    ]) {
+        *value = sqlx::query_scalar(pragma)
+            .fetch_one(pool)
+            .await
+            .map_err(error)?;
+    }
+    let [pages, free, size] = values;
     Ok(((pages - free) * size) as u64)
 }

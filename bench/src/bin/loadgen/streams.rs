@@ -116,13 +116,7 @@ pub fn client() -> Result<reqwest::Client, String> {
 }
 
 pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(), String> {
-    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
-    let server = ServerProcess::start(
-        &env.binary,
-        &env.site_root,
-        dir.path(),
-        &[(SCENARIO, scenario(rate))],
-    )?;
+    let server = ServerProcess::start(env, &[(SCENARIO, scenario(rate))])?;
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
