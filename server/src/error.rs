@@ -28,6 +28,9 @@ pub enum Error {
     /// 415: the body is not declared as JSON.
     #[error("expected Content-Type: application/json")]
     UnsupportedMediaType,
+    /// 503: the database cannot take writes now (a full disk, an I/O error); details are logged.
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
     /// 500: a database failure; details are logged.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
@@ -45,6 +48,7 @@ impl Error {
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Database(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -57,6 +61,7 @@ impl Error {
             Error::Conflict(_) => "conflict",
             Error::PayloadTooLarge(_) => "payload_too_large",
             Error::UnsupportedMediaType => "unsupported_media_type",
+            Error::Unavailable(_) => "storage_unavailable",
             Error::Database(_) | Error::Internal(_) => "internal",
         }
     }
@@ -66,6 +71,9 @@ impl Error {
         match self {
             Error::Database(_) | Error::Internal(_) => {
                 "Something went wrong on the server.".to_owned()
+            }
+            Error::Unavailable(_) => {
+                "The server cannot store anything right now; try again shortly.".to_owned()
             }
             other => other.to_string(),
         }

@@ -162,6 +162,72 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     assert!(status.success(), "{status}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
+    let dir = test_dir();
+    write_scenario(
+        &dir,
+        "slow",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Before the crash."},
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
+        ]}),
+    );
+    let port = free_port();
+    let mut child = spawn_binary(&dir, port).await;
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+    let mut trace_ids = Vec::new();
+    for _ in 0..2 {
+        let started: Value = client
+            .post(format!("{base}/api/chat"))
+            .header("accept", "application/json")
+            .json(&json!({"content": "crash me", "model": "scenario:slow"}))
+            .send()
+            .await
+            .expect("POST")
+            .json()
+            .await
+            .expect("JSON");
+        let run_id = started["run_id"].as_str().expect("run id");
+        let response = client
+            .get(format!("{base}/api/runs/{run_id}/events"))
+            .send()
+            .await
+            .expect("GET");
+        SseStream::new(response)
+            .until(|event| is_type(event, "tool_call_started"))
+            .await;
+        trace_ids.push(started["trace_id"].as_str().expect("trace").to_owned());
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    child.start_kill().expect("SIGKILL");
+    let _ = child.wait().await;
+
+    // Damage the first run's checkpoint rows.
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db_path(&dir).display()))
+        .await
+        .expect("open the database");
+    let damaged =
+        sqlx::query("UPDATE trace_event_chunks SET events = '[{\"seq\":1,' WHERE trace_id = ?")
+            .bind(&trace_ids[0])
+            .execute(&pool)
+            .await
+            .expect("damage a row");
+    assert!(damaged.rows_affected() > 0, "the run was checkpointed");
+    pool.close().await;
+
+    let port = free_port();
+    let _child = spawn_binary(&dir, port).await;
+    let base = format!("http://127.0.0.1:{port}");
+    for trace_id in &trace_ids {
+        let trace = get_json(&client, format!("{base}/api/traces/{trace_id}")).await;
+        assert_eq!(trace["status"], "interrupted", "{trace_id}");
+    }
+    let health = get_json(&client, format!("{base}/healthz")).await;
+    assert_eq!(health["status"], "ok");
+}
+
 #[tokio::test]
 async fn the_binary_says_what_is_wrong_when_the_site_is_missing() {
     let dir = tempfile::tempdir().expect("tempdir");

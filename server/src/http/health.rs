@@ -1,4 +1,5 @@
-//! `GET /healthz`: the version, and whether the database answers.
+//! `GET /healthz`: the version, whether the database answers reads, and whether writes succeed.
+//! While either fails it answers 503 `degraded` and says why.
 
 use axum::{extract::State, http::StatusCode, Json};
 use serde_json::{json, Value};
@@ -7,17 +8,26 @@ use super::AppState;
 
 pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let database = state.store.ping().await;
-    let status = if database {
+    let write_failure = state.store.write_failure();
+    let ok = database && write_failure.is_none();
+    let status = if ok {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
+    let reason = match (&write_failure, database) {
+        (Some(failure), _) => Some(format!("writes to the database fail: {failure}")),
+        (None, false) => Some("the database does not answer".to_owned()),
+        (None, true) => None,
+    };
     (
         status,
         Json(json!({
-            "status": if database { "ok" } else { "degraded" },
+            "status": if ok { "ok" } else { "degraded" },
             "version": env!("CARGO_PKG_VERSION"),
             "database": database,
+            "writes": write_failure.is_none(),
+            "reason": reason,
         })),
     )
 }

@@ -2,6 +2,9 @@
 //! appends the new events of all running runs in one SQLite transaction: one commit per interval
 //! rather than one per run, so thousands of concurrent runs stay within what one writer commits.
 //! A crash loses at most the events of the last interval plus one write.
+//!
+//! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
+//! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
 
 use std::{
     collections::HashMap,
@@ -68,8 +71,19 @@ impl Checkpointer {
         let _in_flight = self.writing.lock().await;
     }
 
+    /// Starts checkpointing on its own thread (with its own small runtime) until `stop`.
+    pub fn spawn(self: Arc<Self>, stop: CancellationToken) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        std::thread::Builder::new()
+            .name("glassbox-checkpointer".into())
+            .spawn(move || runtime.block_on(self.run(stop)))?;
+        Ok(())
+    }
+
     /// Writes every interval, or when woken, until `stop`.
-    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+    async fn run(self: Arc<Self>, stop: CancellationToken) {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -81,42 +95,40 @@ impl Checkpointer {
     }
 
     async fn write_once(self: &Arc<Self>) {
-        // Gathering and joining thousands of runs' events takes milliseconds: on the blocking
-        // pool, so it holds up no run or stream on the async workers.
-        let this = self.clone();
-        let Ok((run_ids, chunks)) = tokio::task::spawn_blocking(move || this.gather()).await else {
-            return;
-        };
-        // Several short transactions rather than one long one: SQLite has one writer, and a run
-        // that ends (or starts) waits for the transaction in flight.
-        for (run_ids, chunks) in run_ids
-            .chunks(RUNS_PER_TRANSACTION)
-            .zip(chunks.chunks(RUNS_PER_TRANSACTION))
-        {
+        // Gathering and joining thousands of runs' events takes milliseconds: on this thread, so
+        // it holds up no run or stream on the async workers.
+        let (run_ids, chunks) = self.gather();
+        let mut pending = run_ids.into_iter().zip(chunks).peekable();
+        // Several short writes rather than one long one: a run that ends (or starts) waits for
+        // the writer's transaction in flight.
+        while pending.peek().is_some() {
+            let batch: Vec<(String, CheckpointChunk)> =
+                pending.by_ref().take(RUNS_PER_TRANSACTION).collect();
             let _writing = self.writing.lock().await;
             // A run untracked since the gathering has closed its trace: none of its rows may follow.
-            let (run_ids, chunks): (Vec<&String>, Vec<&CheckpointChunk>) = {
+            let (run_ids, chunks): (Vec<String>, Vec<CheckpointChunk>) = {
                 let tracked = self.tracked();
-                run_ids
-                    .iter()
-                    .zip(chunks)
-                    .filter(|(run_id, _)| tracked.contains_key(*run_id))
+                batch
+                    .into_iter()
+                    .filter(|(run_id, _)| tracked.contains_key(run_id))
                     .unzip()
             };
             if chunks.is_empty() {
                 continue;
             }
-            match self.store.append_chunks(&chunks).await {
+            let saved: Vec<u64> = chunks.iter().map(|chunk| chunk.last_seq).collect();
+            let runs = chunks.len();
+            match self.store.append_chunks(chunks).await {
                 Ok(()) => {
                     let mut tracked = self.tracked();
-                    for (run_id, chunk) in run_ids.into_iter().zip(chunks) {
+                    for (run_id, last_seq) in run_ids.iter().zip(saved) {
                         if let Some(entry) = tracked.get_mut(run_id) {
-                            entry.saved = chunk.last_seq;
+                            entry.saved = last_seq;
                         }
                     }
                 }
                 Err(error) => {
-                    tracing::warn!(runs = chunks.len(), %error, "checkpoint failed; will retry")
+                    tracing::warn!(runs, %error, "checkpoint failed; will retry")
                 }
             }
         }

@@ -21,6 +21,9 @@ use crate::{
 /// A finished run stays in memory this long for late subscribers, then they read the store.
 const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
 const MAX_CONTENT_CHARS: usize = 100_000;
+/// A trace that could not be stored is written again after this, then twice as long each time.
+const FINISH_RETRY_FIRST: Duration = Duration::from_millis(100);
+const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct ChatRequest {
@@ -66,7 +69,9 @@ impl Engine {
         let checkpointer = Checkpointer::new(store.clone());
         let checkpointer_stop = tokio_util::sync::CancellationToken::new();
         let tasks = TaskTracker::new();
-        tasks.spawn(checkpointer.clone().run(checkpointer_stop.clone()));
+        if let Err(error) = checkpointer.clone().spawn(checkpointer_stop.clone()) {
+            tracing::error!(%error, "cannot start the checkpointer thread: runs are stored only when they end");
+        }
         Arc::new(Engine {
             store,
             agents,
@@ -259,22 +264,29 @@ impl Engine {
             RunEnding::Failed { code, error } => (None, Some(error.as_str()), Some(code.as_str())),
         };
         let completed_at = now_rfc3339();
-        let stored = self
+        let duration_ms = run.started_at.elapsed().as_millis() as u64;
+        // Stored before published, however long that takes: a run whose trace cannot be written
+        // (a full disk) stays in memory, its stream open, and is retried with backoff while
+        // `/healthz` reports the failing writes.
+        let mut delay = FINISH_RETRY_FIRST;
+        while let Err(error) = self
             .store
             .finish_run(FinishedTrace {
                 trace_id: &run.trace_id,
                 message: &message,
                 completed_at: &completed_at,
-                duration_ms: run.started_at.elapsed().as_millis() as u64,
+                duration_ms,
                 cancelled_by,
                 reason,
                 error_code,
                 events: &events,
                 model_turns: &model_turns,
             })
-            .await;
-        if let Err(error) = stored {
-            tracing::error!(run_id = %run.run_id, %error, "could not store the finished trace");
+            .await
+        {
+            tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(FINISH_RETRY_MAX);
         }
         run.publish_end();
         tracing::info!(

@@ -3,6 +3,7 @@
 //! slots in (same tables, JSONB for `body` and `events`) without touching callers.
 
 mod sqlite;
+mod writer;
 
 pub use sqlite::Store;
 

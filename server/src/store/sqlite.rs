@@ -1,4 +1,5 @@
-//! The SQLite backend: one file, WAL journal, foreign keys on.
+//! The SQLite backend: one file, WAL journal, foreign keys on. Reads go through a pool and never
+//! wait for writes (WAL); every write is a job of the one [`Writer`].
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
@@ -6,17 +7,33 @@ use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::{fold, Event, Message, MessageStatus};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    Row, SqlitePool,
+    Row, SqliteConnection, SqlitePool,
 };
 
 use super::{
-    join_json_array, trace_status, CheckpointChunk, FinishedTrace, NewRun, StartedRun, Trace,
+    join_json_array, trace_status, writer::Writer, CheckpointChunk, FinishedTrace, ModelTurn,
+    NewRun, StartedRun, Trace,
 };
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug)]
 pub struct Store {
+    /// Reads only: in WAL mode they never wait for the writer.
     pool: SqlitePool,
+    writer: Writer,
+}
+
+/// A finished trace as the writer's job owns it.
+struct OwnedFinish {
+    trace_id: String,
+    message: Message,
+    completed_at: String,
+    duration_ms: u64,
+    cancelled_by: Option<&'static str>,
+    reason: Option<String>,
+    error_code: Option<String>,
+    events_json: String,
+    model_turns: Vec<ModelTurn>,
 }
 
 const TITLE_CHARS: usize = 60;
@@ -32,196 +49,88 @@ impl Store {
             .foreign_keys(true);
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await?;
         sqlx::migrate!("../migrations").run(&pool).await?;
-        Ok(Store { pool })
+        let writer = Writer::start(options).await?;
+        Ok(Store { pool, writer })
     }
 
-    /// Whether the database answers.
+    /// Whether the database answers reads.
     pub async fn ping(&self) -> bool {
         sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
     }
 
+    /// Why writes are failing (a full disk, an I/O error), while they are.
+    pub fn write_failure(&self) -> Option<String> {
+        self.writer.failure()
+    }
+
+    /// Lets queued writes finish, then closes every connection.
     pub async fn close(&self) {
+        self.writer.close().await;
         self.pool.close().await;
     }
 
+    /// Caps the database's size in pages, as a full disk would: for tests of failing writes.
+    pub async fn set_max_page_count(&self, pages: u64) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
+                        .execute(&mut *connection)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
     /// Stores the user's message, creates the conversation when absent, and opens the run's trace
-    /// and its assistant message (status `streaming`), all in one transaction.
+    /// and its assistant message (status `streaming`), all in one write. A conversation with a
+    /// run still going refuses another (409): the check and the insert are one transaction.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
-        let mut tx = self.pool.begin().await?;
-        let (conversation_id, model) = match &new.conversation_id {
-            Some(id) => {
-                let row =
-                    sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
-                        .bind(id)
-                        .bind(&new.owner_id)
-                        .fetch_optional(&mut *tx)
-                        .await?
-                        .ok_or(Error::NotFound("conversation"))?;
-                let stored: String = row.try_get("model")?;
-                let model = new.model.clone().unwrap_or(stored);
-                sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
-                    .bind(&model)
-                    .bind(&new.now)
-                    .bind(id)
-                    .execute(&mut *tx)
-                    .await?;
-                (id.clone(), model)
-            }
-            None => {
-                let id = uuid::Uuid::new_v4().to_string();
-                let model = new
-                    .model
-                    .clone()
-                    .unwrap_or_else(|| new.default_model.clone());
-                sqlx::query(
-                    "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-                )
-                .bind(&id)
-                .bind(&new.owner_id)
-                .bind(title_for(&new.content))
-                .bind(&model)
-                .bind(&new.now)
-                .bind(&new.now)
-                .execute(&mut *tx)
-                .await?;
-                (id, model)
-            }
-        };
-
-        let rows =
-            sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
-                .bind(&conversation_id)
-                .fetch_all(&mut *tx)
-                .await?;
-        let history = rows
-            .iter()
-            .map(|row| decode_message(row.try_get("body")?))
-            .collect::<Result<Vec<_>>>()?;
-        let position = history.len() as i64;
-
-        let user_message = Message::user(
-            new.user_message_id.clone(),
-            new.content.clone(),
-            new.now.clone(),
-        );
-        let mut assistant = Message::assistant(
-            new.assistant_message_id.clone(),
-            model.clone(),
-            new.now.clone(),
-        );
-        assistant.trace_id = Some(new.trace_id.clone());
-        for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
-            insert_message(&mut tx, &conversation_id, position + offset as i64, message).await?;
-        }
-        sqlx::query(
-            "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-        )
-        .bind(&new.trace_id)
-        .bind(&new.run_id)
-        .bind(&conversation_id)
-        .bind(&new.assistant_message_id)
-        .bind(&new.user_message_id)
-        .bind(&model)
-        .bind(&new.now)
-        .bind(&new.now)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        Ok(StartedRun {
-            conversation_id,
-            model,
-            history,
-            user_message,
-        })
+        self.writer
+            .write(move |connection| Box::pin(begin_run_in(connection, new)))
+            .await
     }
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
     pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
         match CheckpointChunk::new(trace_id, events) {
-            Some(chunk) => self.append_chunks(&[&chunk]).await,
+            Some(chunk) => self.append_chunks(vec![chunk]).await,
             None => Ok(()),
         }
     }
 
-    /// Appends checkpoint chunks of many running traces in one transaction (one commit), one row
-    /// each. A retried checkpoint starts at the same seq and replaces its row.
-    pub async fn append_chunks(&self, chunks: &[&CheckpointChunk]) -> Result<()> {
+    /// Appends checkpoint chunks of many running traces in one write, one row each. A retried
+    /// checkpoint starts at the same seq and replaces its row.
+    pub async fn append_chunks(&self, chunks: Vec<CheckpointChunk>) -> Result<()> {
         if chunks.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
-        // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
-        for rows in chunks.chunks(200) {
-            let mut builder = sqlx::QueryBuilder::new(
-                "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
-            );
-            builder.push_values(rows, |mut row, chunk| {
-                row.push_bind(chunk.trace_id.as_str())
-                    .push_bind(chunk.first_seq as i64)
-                    .push_bind(chunk.last_seq as i64)
-                    .push_bind(chunk.events_json.as_str());
-            });
-            builder.build().execute(&mut *tx).await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        self.writer
+            .write(move |connection| Box::pin(append_chunks_in(connection, chunks)))
+            .await
     }
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
     pub async fn finish_run(&self, finished: FinishedTrace<'_>) -> Result<()> {
-        let message = finished.message;
-        let usage = message.usage.unwrap_or_default();
-        let events_json = join_json_array(finished.events);
-        let mut tx = self.pool.begin().await?;
-        sqlx::query(
-            "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
-                 input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
-                 total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
-             WHERE trace_id = ?",
-        )
-        .bind(events_json)
-        .bind(trace_status(message.status))
-        .bind(finished.completed_at)
-        .bind(message.tool_calls().count() as i64)
-        .bind(message.usage.map(|u| u.input_tokens as i64))
-        .bind(message.usage.map(|u| u.output_tokens as i64))
-        .bind(usage.reasoning_tokens.map(|t| t as i64))
-        .bind(message.usage.map(|u| (u.input_tokens + u.output_tokens) as i64))
-        .bind(finished.duration_ms as i64)
-        .bind(finished.cancelled_by.map(|by| by.as_str()))
-        .bind(finished.reason)
-        .bind(finished.error_code)
-        .bind(finished.trace_id)
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = ?")
-            .bind(finished.trace_id)
-            .execute(&mut *tx)
-            .await?;
-        update_message(&mut tx, message).await?;
-        for (index, turn) in finished.model_turns.iter().enumerate() {
-            sqlx::query(
-                "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            )
-            .bind(finished.trace_id)
-            .bind(index as i64)
-            .bind(&turn.model)
-            .bind(turn.after_seq as i64)
-            .bind(turn.request.to_string())
-            .bind(turn.response.to_string())
-            .bind(&turn.started_at)
-            .bind(&turn.completed_at)
-            .execute(&mut *tx)
-            .await?;
-        }
-        tx.commit().await?;
-        Ok(())
+        let owned = OwnedFinish {
+            trace_id: finished.trace_id.to_owned(),
+            message: finished.message.clone(),
+            completed_at: finished.completed_at.to_owned(),
+            duration_ms: finished.duration_ms,
+            cancelled_by: finished.cancelled_by.map(|by| by.as_str()),
+            reason: finished.reason.map(str::to_owned),
+            error_code: finished.error_code.map(str::to_owned),
+            events_json: join_json_array(finished.events),
+            model_turns: finished.model_turns.to_vec(),
+        };
+        self.writer
+            .write(move |connection| Box::pin(finish_run_in(connection, owned)))
+            .await
     }
 
     /// The model turns of a trace, in order, for the inspector.
@@ -253,7 +162,9 @@ impl Store {
     }
 
     /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
-    /// checkpointed events, and shows that on their messages. Returns how many there were.
+    /// checkpointed events, and shows that on their messages. A trace that cannot be read whole
+    /// keeps what could be read; one that cannot be recovered at all is logged and skipped, so a
+    /// damaged row never stops the server from starting. Returns how many there were.
     pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
         let rows = sqlx::query(
             "SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
@@ -262,54 +173,73 @@ impl Store {
         .await?;
         for row in &rows {
             let trace_id: String = row.try_get("trace_id")?;
-            let message_id: String = row.try_get("message_id")?;
-            let started_at: String = row.try_get("started_at")?;
-            let events = self.checkpointed_events(&trace_id).await?;
-            let stored = sqlx::query("SELECT body FROM messages WHERE id = ?")
-                .bind(&message_id)
-                .fetch_optional(&self.pool)
-                .await?;
-            let mut message = match fold(&events) {
-                Some(message) => message,
-                None => match stored {
-                    Some(row) => decode_message(row.try_get("body")?)?,
-                    None => continue,
-                },
-            };
-            message.status = MessageStatus::Interrupted;
-            message.ended_reason = Some("The server stopped while this run was going.".to_owned());
-            let json: Vec<Arc<str>> = events
-                .iter()
-                .map(|event| serde_json::to_string(event).map(Arc::from))
-                .collect::<Result<_, _>>()
-                .map_err(|error| Error::Internal(error.to_string()))?;
-            let duration = match (
-                app::protocol::parse_rfc3339_millis(&started_at),
-                events.last(),
-            ) {
-                (Some(start), Some(last)) => app::protocol::parse_rfc3339_millis(&last.ts)
-                    .map(|end| (end - start).max(0) as u64),
-                _ => None,
-            };
-            self.finish_run(FinishedTrace {
-                trace_id: &trace_id,
-                message: &message,
-                completed_at: now,
-                duration_ms: duration.unwrap_or(0),
-                cancelled_by: None,
-                reason: message.ended_reason.as_deref(),
-                error_code: None,
-                events: &json,
-                model_turns: &[],
-            })
-            .await?;
+            if let Err(error) = self.interrupt_one(row, now).await {
+                tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
+            }
         }
         Ok(rows.len())
     }
 
+    async fn interrupt_one(&self, row: &sqlx::sqlite::SqliteRow, now: &str) -> Result<()> {
+        let trace_id: String = row.try_get("trace_id")?;
+        let message_id: String = row.try_get("message_id")?;
+        let started_at: String = row.try_get("started_at")?;
+        let events = self.checkpointed_events(&trace_id).await?;
+        let mut message = match fold(&events) {
+            Some(message) => message,
+            None => self.stored_message(&message_id).await?,
+        };
+        message.status = MessageStatus::Interrupted;
+        message.ended_reason = Some("The server stopped while this run was going.".to_owned());
+        let json: Vec<Arc<str>> = events
+            .iter()
+            .map(|event| serde_json::to_string(event).map(Arc::from))
+            .collect::<Result<_, _>>()
+            .map_err(|error| Error::Internal(error.to_string()))?;
+        let duration = match (
+            app::protocol::parse_rfc3339_millis(&started_at),
+            events.last(),
+        ) {
+            (Some(start), Some(last)) => {
+                app::protocol::parse_rfc3339_millis(&last.ts).map(|end| (end - start).max(0) as u64)
+            }
+            _ => None,
+        };
+        self.finish_run(FinishedTrace {
+            trace_id: &trace_id,
+            message: &message,
+            completed_at: now,
+            duration_ms: duration.unwrap_or(0),
+            cancelled_by: None,
+            reason: message.ended_reason.as_deref(),
+            error_code: None,
+            events: &json,
+            model_turns: &[],
+        })
+        .await
+    }
+
+    /// The stored message; an empty assistant message when it is missing or cannot be read.
+    async fn stored_message(&self, message_id: &str) -> Result<Message> {
+        let stored = sqlx::query("SELECT body, created_at FROM messages WHERE id = ?")
+            .bind(message_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::NotFound("message"))?;
+        let created_at: String = stored.try_get("created_at")?;
+        Ok(
+            decode_message(stored.try_get("body")?).unwrap_or_else(|error| {
+                tracing::warn!(%message_id, %error, "a stored message could not be read");
+                Message::assistant(message_id.to_owned(), String::new(), created_at)
+            }),
+        )
+    }
+
+    /// The checkpointed events of a running trace, in order. A damaged chunk ends the list: the
+    /// events before it are kept, the rest (which would leave a gap) are dropped and logged.
     async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
         let rows = sqlx::query(
-            "SELECT events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
+            "SELECT first_seq, events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
@@ -317,9 +247,14 @@ impl Store {
         let mut events = Vec::new();
         for row in &rows {
             let json: String = row.try_get("events")?;
-            let chunk: Vec<Event> = serde_json::from_str(&json)
-                .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
-            events.extend(chunk);
+            match serde_json::from_str::<Vec<Event>>(&json) {
+                Ok(chunk) => events.extend(chunk),
+                Err(error) => {
+                    let first_seq: i64 = row.try_get("first_seq")?;
+                    tracing::error!(%trace_id, first_seq, %error, "a damaged checkpoint: the events from here on are lost");
+                    break;
+                }
+            }
         }
         Ok(events)
     }
@@ -468,7 +403,7 @@ impl Store {
 }
 
 async fn insert_message(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    tx: &mut SqliteConnection,
     conversation_id: &str,
     position: i64,
     message: &Message,
@@ -484,20 +419,17 @@ async fn insert_message(
         .bind(message.status.as_str())
         .bind(encode_message(message)?)
         .bind(&message.created_at)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(())
 }
 
-async fn update_message(
-    tx: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
-    message: &Message,
-) -> Result<()> {
+async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<()> {
     sqlx::query("UPDATE messages SET status = ?, body = ? WHERE id = ?")
         .bind(message.status.as_str())
         .bind(encode_message(message)?)
         .bind(&message.id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(())
 }
@@ -528,4 +460,177 @@ fn title_for(content: &str) -> String {
         None if line.is_empty() => "New conversation".to_owned(),
         None => line,
     }
+}
+
+async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedRun> {
+    let (conversation_id, model) = match &new.conversation_id {
+        Some(id) => {
+            let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
+                .bind(id)
+                .bind(&new.owner_id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .ok_or(Error::NotFound("conversation"))?;
+            let busy = sqlx::query(
+                "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if busy.is_some() {
+                return Err(Error::Conflict(
+                    "a run is already going in this conversation; stop it first".into(),
+                ));
+            }
+            let stored: String = row.try_get("model")?;
+            let model = new.model.clone().unwrap_or(stored);
+            sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
+                .bind(&model)
+                .bind(&new.now)
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            (id.clone(), model)
+        }
+        None => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let model = new
+                .model
+                .clone()
+                .unwrap_or_else(|| new.default_model.clone());
+            sqlx::query(
+                "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+            )
+            .bind(&id)
+            .bind(&new.owner_id)
+            .bind(title_for(&new.content))
+            .bind(&model)
+            .bind(&new.now)
+            .bind(&new.now)
+            .execute(&mut *tx)
+            .await?;
+            (id, model)
+        }
+    };
+
+    let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+        .bind(&conversation_id)
+        .fetch_all(&mut *tx)
+        .await?;
+    let history = rows
+        .iter()
+        .map(|row| decode_message(row.try_get("body")?))
+        .collect::<Result<Vec<_>>>()?;
+    let position = history.len() as i64;
+
+    let user_message = Message::user(
+        new.user_message_id.clone(),
+        new.content.clone(),
+        new.now.clone(),
+    );
+    let mut assistant = Message::assistant(
+        new.assistant_message_id.clone(),
+        model.clone(),
+        new.now.clone(),
+    );
+    assistant.trace_id = Some(new.trace_id.clone());
+    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+        insert_message(
+            &mut *tx,
+            &conversation_id,
+            position + offset as i64,
+            message,
+        )
+        .await?;
+    }
+    sqlx::query(
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+    )
+    .bind(&new.trace_id)
+    .bind(&new.run_id)
+    .bind(&conversation_id)
+    .bind(&new.assistant_message_id)
+    .bind(&new.user_message_id)
+    .bind(&model)
+    .bind(&new.now)
+    .bind(&new.now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(StartedRun {
+        conversation_id,
+        model,
+        history,
+        user_message,
+    })
+}
+
+async fn append_chunks_in(tx: &mut SqliteConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
+    // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
+    for rows in chunks.chunks(200) {
+        let mut builder = sqlx::QueryBuilder::new(
+            "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
+        );
+        builder.push_values(rows, |mut row, chunk| {
+            row.push_bind(chunk.trace_id.as_str())
+                .push_bind(chunk.first_seq as i64)
+                .push_bind(chunk.last_seq as i64)
+                .push_bind(chunk.events_json.as_str());
+        });
+        builder.build().execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+/// SQLite stores signed 64-bit integers: larger counts are kept at the maximum, not wrapped.
+fn sql_int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+async fn finish_run_in(tx: &mut SqliteConnection, finished: OwnedFinish) -> Result<()> {
+    let message = &finished.message;
+    let usage = message.usage;
+    sqlx::query(
+        "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
+             input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
+             total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
+         WHERE trace_id = ?",
+    )
+    .bind(&finished.events_json)
+    .bind(trace_status(message.status))
+    .bind(&finished.completed_at)
+    .bind(message.tool_calls().count() as i64)
+    .bind(usage.map(|u| sql_int(u.input_tokens)))
+    .bind(usage.map(|u| sql_int(u.output_tokens)))
+    .bind(usage.and_then(|u| u.reasoning_tokens).map(sql_int))
+    .bind(usage.map(|u| sql_int(u.input_tokens.saturating_add(u.output_tokens))))
+    .bind(sql_int(finished.duration_ms))
+    .bind(finished.cancelled_by)
+    .bind(finished.reason.as_deref())
+    .bind(finished.error_code.as_deref())
+    .bind(&finished.trace_id)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = ?")
+        .bind(&finished.trace_id)
+        .execute(&mut *tx)
+        .await?;
+    update_message(&mut *tx, message).await?;
+    for (index, turn) in finished.model_turns.iter().enumerate() {
+        sqlx::query(
+            "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        )
+        .bind(&finished.trace_id)
+        .bind(index as i64)
+        .bind(&turn.model)
+        .bind(sql_int(turn.after_seq))
+        .bind(turn.request.to_string())
+        .bind(turn.response.to_string())
+        .bind(&turn.started_at)
+        .bind(&turn.completed_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
 }
