@@ -35,14 +35,15 @@ function freePort() {
  * - scenarios: { name: scenarioObject } written to a scenarios folder (enables `scenario:<name>`)
  * - workspace: { 'relative/path': 'contents' } written to the tools' workspace folder
  * - args: extra command-line arguments; env: extra environment variables
- * Returns { url, dir, logs, stop() }.
+ * - reuse: a stopped server's { dir, port }: start again on its database and port (after kill())
+ * Returns { url, dir, port, logs, stop(), kill() }.
  */
-export async function startServer({ scenarios = {}, workspace = {}, args = [], env = {} } = {}) {
-  const dir = mkdtempSync(join(tmpdir(), 'glassbox-e2e-'));
+export async function startServer({ scenarios = {}, workspace = {}, args = [], env = {}, reuse } = {}) {
+  const dir = reuse?.dir ?? mkdtempSync(join(tmpdir(), 'glassbox-e2e-'));
   const scenariosDir = join(dir, 'scenarios');
   const workspaceDir = join(dir, 'workspace');
-  mkdirSync(scenariosDir);
-  mkdirSync(workspaceDir);
+  mkdirSync(scenariosDir, { recursive: true });
+  mkdirSync(workspaceDir, { recursive: true });
   for (const [name, scenario] of Object.entries(scenarios)) {
     writeFileSync(join(scenariosDir, `${name}.json`), JSON.stringify(scenario));
   }
@@ -50,7 +51,7 @@ export async function startServer({ scenarios = {}, workspace = {}, args = [], e
     mkdirSync(dirname(join(workspaceDir, path)), { recursive: true });
     writeFileSync(join(workspaceDir, path), contents);
   }
-  const port = await freePort();
+  const port = reuse?.port ?? await freePort();
   const url = `http://127.0.0.1:${port}`;
   const child = spawn(
     binaryPath(),
@@ -88,9 +89,17 @@ export async function startServer({ scenarios = {}, workspace = {}, args = [], e
   return {
     url,
     dir,
+    port,
     logs,
+    /** SIGKILL, keeping the folder, so `startServer({ reuse: server })` can recover its runs. */
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await exited;
+      }
+    },
     async stop() {
-      if (child.exitCode === null) {
+      if (child.exitCode === null && child.signalCode === null) {
         child.kill('SIGTERM');
         const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
         await exited;

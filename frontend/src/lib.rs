@@ -1,7 +1,63 @@
 //! The browser entry point: hydrates the HTML the server rendered.
 
+use wasm_bindgen::JsCast;
+
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
-    console_error_panic_hook::set_once();
+    std::panic::set_hook(Box::new(|info| {
+        console_error_panic_hook::hook(info);
+        show_crash_notice();
+    }));
     leptos::mount::hydrate_body(app::App);
+    install_test_panic_hook();
+}
+
+/// For the browser tests only: when the page set `window.__glassboxTestHooks` before the wasm
+/// loaded (nothing but a test's init script does), a `glassbox-test-panic` event panics inside
+/// the wasm, so the suite can check what a person sees when the wasm dies.
+fn install_test_panic_hook() {
+    use wasm_bindgen::closure::Closure;
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    if window.get("__glassboxTestHooks").is_none() {
+        return;
+    }
+    let panic = Closure::<dyn Fn()>::new(|| panic!("test panic requested by the page"));
+    let _ = window
+        .add_event_listener_with_callback("glassbox-test-panic", panic.as_ref().unchecked_ref());
+    panic.forget();
+}
+
+/// A panic leaves the wasm unusable: say so on the page instead of leaving it silently dead. Plain
+/// DOM calls, because the reactive system may be what panicked.
+fn show_crash_notice() {
+    let Some(document) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    let Some(body) = document.body() else {
+        return;
+    };
+    if document.get_element_by_id("crash-notice").is_some() {
+        return;
+    }
+    let _ = body.set_attribute("data-crashed", "true");
+    let Ok(notice) = document.create_element("div") else {
+        return;
+    };
+    notice.set_id("crash-notice");
+    let _ = notice.set_attribute("role", "alert");
+    let _ = notice.set_attribute("class", "crash-notice");
+    notice.set_text_content(Some("Something went wrong and this page stopped working. "));
+    if let Ok(link) = document.create_element("a") {
+        let href = web_sys::window()
+            .and_then(|w| w.location().href().ok())
+            .unwrap_or_else(|| "/".to_owned());
+        let _ = link.set_attribute("href", &href);
+        link.set_text_content(Some("Reload"));
+        let _ = notice.append_child(&link);
+    }
+    if let Ok(element) = notice.dyn_into::<web_sys::HtmlElement>() {
+        let _ = body.prepend_with_node_1(&element);
+    }
 }

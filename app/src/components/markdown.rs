@@ -3,9 +3,15 @@
 //! shows as text and never runs. Links keep only `http`, `https` and `mailto` targets and open
 //! with `rel="noopener noreferrer"`; images are shown as links, so nothing loads by itself. Code
 //! blocks get a copy button.
+//!
+//! The HTML drawn here must be exactly what a browser's parser builds from it, or hydration breaks
+//! on the first reload: table rows sit in `<tbody>` and header cells are `<th>`; a link or image
+//! inside a link becomes a `<span>` (the parser would close the outer `<a>`); nothing block-level
+//! goes into a `<p>`; text never holds a NUL (the parser drops it). `end2end/corpus/` holds the
+//! documents a browser test reloads to prove it; add new constructs there.
 
 use leptos::prelude::*;
-use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
 #[derive(Clone, Debug, PartialEq)]
 enum Node {
@@ -30,10 +36,17 @@ enum Kind {
     Strikethrough,
     /// A link with an allowed target, or `None` when the target was dropped.
     Link(Option<String>),
-    Table,
+    /// An image, shown as a link to it (nothing loads by itself); its children are the alt text.
+    Image(Option<String>),
+    Table(Vec<Alignment>),
     TableHead,
     TableRow,
     TableCell,
+    FootnoteDefinition(String),
+    /// A raw HTML block: shown as its text.
+    RawHtmlBlock,
+    /// Anything this renderer does not know: its children, inline.
+    Other,
 }
 
 /// Only these link targets survive; anything else (`javascript:`, `data:`, relative) is dropped.
@@ -45,7 +58,10 @@ pub fn safe_href(url: &str) -> Option<String> {
 }
 
 fn parse(markdown: &str) -> Vec<Node> {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH;
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_FOOTNOTES;
     // The stack of open elements; the bottom holds the document's top-level nodes.
     let mut stack: Vec<(Option<Kind>, Vec<Node>)> = vec![(None, Vec::new())];
     let mut code_block: Option<(String, String)> = None;
@@ -91,11 +107,18 @@ fn parse(markdown: &str) -> Vec<Node> {
             Event::Text(text) | Event::Html(text) | Event::InlineHtml(text) => {
                 push(&mut stack, Node::Text(text.into_string()))
             }
+            Event::FootnoteReference(label) => push(
+                &mut stack,
+                Node::Element {
+                    kind: Kind::Other,
+                    children: vec![Node::Text(format!("[{label}]"))],
+                },
+            ),
             Event::Code(code) => push(&mut stack, Node::Code(code.into_string())),
             Event::SoftBreak => push(&mut stack, Node::SoftBreak),
             Event::HardBreak => push(&mut stack, Node::HardBreak),
             Event::Rule => push(&mut stack, Node::Rule),
-            Event::FootnoteReference(text) | Event::InlineMath(text) | Event::DisplayMath(text) => {
+            Event::InlineMath(text) | Event::DisplayMath(text) => {
                 push(&mut stack, Node::Text(text.into_string()))
             }
             Event::TaskListMarker(done) => push(
@@ -117,6 +140,16 @@ fn parse(markdown: &str) -> Vec<Node> {
 }
 
 fn push(stack: &mut [(Option<Kind>, Vec<Node>)], node: Node) {
+    let node = match node {
+        // The HTML parser drops NUL from text, so the DOM would not match what was rendered.
+        Node::Text(text) if text.contains('\0') => Node::Text(text.replace('\0', "\u{FFFD}")),
+        Node::Code(code) if code.contains('\0') => Node::Code(code.replace('\0', "\u{FFFD}")),
+        Node::CodeBlock { language, code } if code.contains('\0') => Node::CodeBlock {
+            language,
+            code: code.replace('\0', "\u{FFFD}"),
+        },
+        node => node,
+    };
     if let Some((_, children)) = stack.last_mut() {
         children.push(node);
     }
@@ -138,22 +171,37 @@ fn kind_of(tag: Tag<'_>) -> Kind {
         Tag::Emphasis => Kind::Emphasis,
         Tag::Strong => Kind::Strong,
         Tag::Strikethrough => Kind::Strikethrough,
-        Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. } => {
-            Kind::Link(safe_href(&dest_url))
-        }
-        Tag::Table(_) => Kind::Table,
+        Tag::Paragraph => Kind::Paragraph,
+        Tag::Link { dest_url, .. } => Kind::Link(safe_href(&dest_url)),
+        Tag::Image { dest_url, .. } => Kind::Image(safe_href(&dest_url)),
+        Tag::Table(alignments) => Kind::Table(alignments),
         Tag::TableHead => Kind::TableHead,
         Tag::TableRow => Kind::TableRow,
         Tag::TableCell => Kind::TableCell,
-        _ => Kind::Paragraph,
+        Tag::FootnoteDefinition(label) => Kind::FootnoteDefinition(label.into_string()),
+        Tag::HtmlBlock => Kind::RawHtmlBlock,
+        _ => Kind::Other,
     }
 }
 
-fn render(nodes: Vec<Node>) -> AnyView {
-    nodes.into_iter().map(render_node).collect_view().into_any()
+/// Where a node sits, for the few places where HTML nesting rules change what may be drawn.
+#[derive(Clone, Copy, Default)]
+struct Context {
+    /// Inside a link: another `<a>` would be split by the HTML parser.
+    in_link: bool,
+    /// Inside a table header row: cells are `<th>`.
+    in_head: bool,
 }
 
-fn render_node(node: Node) -> AnyView {
+fn render(nodes: Vec<Node>, context: Context) -> AnyView {
+    nodes
+        .into_iter()
+        .map(|node| render_node(node, context))
+        .collect_view()
+        .into_any()
+}
+
+fn render_node(node: Node, context: Context) -> AnyView {
     match node {
         Node::Text(text) => text.into_any(),
         Node::Code(code) => view! { <code>{code}</code> }.into_any(),
@@ -161,34 +209,133 @@ fn render_node(node: Node) -> AnyView {
         Node::HardBreak => view! { <br /> }.into_any(),
         Node::Rule => view! { <hr /> }.into_any(),
         Node::CodeBlock { language, code } => view! { <CodeBlock language code /> }.into_any(),
-        Node::Element { kind, children } => {
-            let inner = render(children);
-            match kind {
-                Kind::Paragraph => view! { <p>{inner}</p> }.into_any(),
-                Kind::Heading(1) => view! { <h3>{inner}</h3> }.into_any(),
-                Kind::Heading(2) => view! { <h4>{inner}</h4> }.into_any(),
-                Kind::Heading(_) => view! { <h5>{inner}</h5> }.into_any(),
-                Kind::Quote => view! { <blockquote>{inner}</blockquote> }.into_any(),
-                Kind::List(None) => view! { <ul>{inner}</ul> }.into_any(),
-                Kind::List(Some(start)) => view! { <ol start=start>{inner}</ol> }.into_any(),
-                Kind::Item => view! { <li>{inner}</li> }.into_any(),
-                Kind::Emphasis => view! { <em>{inner}</em> }.into_any(),
-                Kind::Strong => view! { <strong>{inner}</strong> }.into_any(),
-                Kind::Strikethrough => view! { <del>{inner}</del> }.into_any(),
-                Kind::Link(Some(href)) => {
-                    view! { <a href=href target="_blank" rel="noopener noreferrer">{inner}</a> }
-                        .into_any()
-                }
-                Kind::Link(None) => view! { <span class="unsafe-link">{inner}</span> }.into_any(),
-                Kind::Table => {
-                    view! { <div class="table-scroll"><table>{inner}</table></div> }.into_any()
-                }
-                Kind::TableHead => view! { <thead><tr>{inner}</tr></thead> }.into_any(),
-                Kind::TableRow => view! { <tr>{inner}</tr> }.into_any(),
-                Kind::TableCell => view! { <td>{inner}</td> }.into_any(),
+        Node::Element { kind, children } => render_element(kind, children, context),
+    }
+}
+
+fn render_element(kind: Kind, children: Vec<Node>, context: Context) -> AnyView {
+    match kind {
+        Kind::Table(alignments) => return render_table(&alignments, children),
+        Kind::Link(Some(href)) if !context.in_link => {
+            let inner = render(
+                children,
+                Context {
+                    in_link: true,
+                    ..context
+                },
+            );
+            return view! { <a href=href target="_blank" rel="noopener noreferrer">{inner}</a> }
+                .into_any();
+        }
+        Kind::Image(Some(href)) if !context.in_link => {
+            let inner = render(
+                children,
+                Context {
+                    in_link: true,
+                    ..context
+                },
+            );
+            return view! {
+                <a class="image-link" href=href target="_blank" rel="noopener noreferrer">
+                    "🖼 "{inner}
+                </a>
             }
+            .into_any();
+        }
+        _ => {}
+    }
+    let inner = render(children, context);
+    match kind {
+        Kind::Paragraph => view! { <p>{inner}</p> }.into_any(),
+        Kind::Heading(1) => view! { <h3>{inner}</h3> }.into_any(),
+        Kind::Heading(2) => view! { <h4>{inner}</h4> }.into_any(),
+        Kind::Heading(_) => view! { <h5>{inner}</h5> }.into_any(),
+        Kind::Quote => view! { <blockquote>{inner}</blockquote> }.into_any(),
+        Kind::List(None) => view! { <ul>{inner}</ul> }.into_any(),
+        Kind::List(Some(start)) => view! { <ol start=start>{inner}</ol> }.into_any(),
+        Kind::Item => view! { <li>{inner}</li> }.into_any(),
+        Kind::Emphasis => view! { <em>{inner}</em> }.into_any(),
+        Kind::Strong => view! { <strong>{inner}</strong> }.into_any(),
+        Kind::Strikethrough => view! { <del>{inner}</del> }.into_any(),
+        // An unsafe target, or a link inside a link: the text stays, the link goes.
+        Kind::Link(_) => view! { <span class="unsafe-link">{inner}</span> }.into_any(),
+        Kind::Image(_) => view! { <span class="image-alt">{inner}</span> }.into_any(),
+        Kind::FootnoteDefinition(label) => view! {
+            <div class="footnote">
+                <span class="footnote-label">{format!("[{label}]")}</span>
+                {inner}
+            </div>
+        }
+        .into_any(),
+        Kind::RawHtmlBlock => view! { <p class="raw-html">{inner}</p> }.into_any(),
+        // Cells and rows outside a table cannot be produced by the parser; drawn inline anyway.
+        Kind::Other | Kind::TableHead | Kind::TableRow | Kind::TableCell | Kind::Table(_) => {
+            view! { <span>{inner}</span> }.into_any()
         }
     }
+}
+
+/// A table as the HTML parser would build it: `<thead>` with `<th>` cells, rows in `<tbody>`.
+fn render_table(alignments: &[Alignment], children: Vec<Node>) -> AnyView {
+    let mut head = None;
+    let mut rows = Vec::new();
+    for child in children {
+        match child {
+            Node::Element {
+                kind: Kind::TableHead,
+                children,
+            } => head = Some(children),
+            Node::Element {
+                kind: Kind::TableRow,
+                children,
+            } => rows.push(children),
+            _ => {}
+        }
+    }
+    let head = head.map(|cells| {
+        view! { <thead><tr>{render_cells(alignments, cells, true)}</tr></thead> }
+    });
+    let body = (!rows.is_empty()).then(|| {
+        let rows = rows
+            .into_iter()
+            .map(|cells| view! { <tr>{render_cells(alignments, cells, false)}</tr> })
+            .collect_view();
+        view! { <tbody>{rows}</tbody> }
+    });
+    view! { <div class="table-scroll"><table>{head}{body}</table></div> }.into_any()
+}
+
+fn render_cells(alignments: &[Alignment], cells: Vec<Node>, head: bool) -> AnyView {
+    let context = Context {
+        in_head: head,
+        ..Context::default()
+    };
+    cells
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, cell)| match cell {
+            Node::Element {
+                kind: Kind::TableCell,
+                children,
+            } => Some((index, children)),
+            _ => None,
+        })
+        .map(|(index, children)| {
+            let class = match alignments.get(index) {
+                Some(Alignment::Left) => "align-left",
+                Some(Alignment::Center) => "align-center",
+                Some(Alignment::Right) => "align-right",
+                _ => "",
+            };
+            let inner = render(children, context);
+            if context.in_head {
+                view! { <th class=class>{inner}</th> }.into_any()
+            } else {
+                view! { <td class=class>{inner}</td> }.into_any()
+            }
+        })
+        .collect_view()
+        .into_any()
 }
 
 /// A fenced code block with its language and a copy button.
@@ -227,7 +374,7 @@ fn CodeBlock(language: String, code: String) -> impl IntoView {
 /// Renders markdown text as safe views.
 #[component]
 pub fn Markdown(#[prop(into)] text: String) -> impl IntoView {
-    view! { <div class="markdown">{render(parse(&text))}</div> }
+    view! { <div class="markdown">{render(parse(&text), Context::default())}</div> }
 }
 
 #[cfg(test)]
@@ -239,7 +386,7 @@ mod tests {
         let nodes = parse("Hi <script>alert(1)</script>\n\n<div onclick=x>block</div>");
         let text = format!("{nodes:?}");
         assert!(text.contains("Text(\"<script>\")"), "{text}");
-        assert!(!text.contains("Html"), "{text}");
+        assert!(!text.contains("Html(\""), "{text}");
     }
 
     #[test]
@@ -262,7 +409,7 @@ mod tests {
         let text = format!("{nodes:?}");
         assert!(text.contains("Link(None)"), "{text}");
         assert!(
-            text.contains("Link(Some(\"https://tracker.example/p.png\"))"),
+            text.contains("Image(Some(\"https://tracker.example/p.png\"))"),
             "images become links: {text}"
         );
     }
@@ -273,5 +420,46 @@ mod tests {
         assert!(
             matches!(nodes.last(), Some(Node::CodeBlock { language, code }) if language == "rust" && code.starts_with("fn main"))
         );
+    }
+
+    // Rendering to HTML needs the `ssr` feature, which `scripts/test.sh` turns on (the server
+    // crate depends on it).
+    #[cfg(feature = "ssr")]
+    fn html(markdown: &str) -> String {
+        render(parse(markdown), Context::default()).to_html()
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn tables_have_a_body_and_header_cells() {
+        let out = html("| a | b |\n|:--|--:|\n| 1 | 2 |\n| 3 | 4 |");
+        assert!(
+            out.contains("<thead><tr><th class=\"align-left\">"),
+            "{out}"
+        );
+        assert!(
+            out.contains("<tbody><tr><td class=\"align-left\">"),
+            "{out}"
+        );
+        assert!(out.contains("<td class=\"align-right\">"), "{out}");
+        assert_eq!(out.matches("<tr>").count(), 3, "{out}");
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn nothing_links_inside_a_link() {
+        let out = html("[![badge](https://img.example/b.svg)](https://example.com) [a [b](https://b.example)](https://a.example)");
+        assert_eq!(out.matches("<a ").count(), 2, "{out}");
+        assert!(out.contains("<span class=\"image-alt\">badge"), "{out}");
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn footnotes_task_lists_and_nul_are_drawn_safely() {
+        let out = html("Note[^1].\n\n[^1]: The **note**.\n\n- [x] done\n- [ ] open\n\nnul\0here");
+        assert!(out.contains("<div class=\"footnote\">"), "{out}");
+        assert!(!out.contains("<p><div"), "{out}");
+        assert!(out.contains("☑ "), "{out}");
+        assert!(!out.contains('\0'), "{out}");
     }
 }

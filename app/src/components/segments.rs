@@ -56,7 +56,11 @@ pub fn ReasoningSegment(segment: Reasoning) -> impl IntoView {
         }
     };
     view! {
-        <details class="segment reasoning" hidden=move || settings.get().mode == DisplayMode::Minimal>
+        <details
+            class="segment reasoning"
+            open=move || settings.get().mode == DisplayMode::Verbose
+            hidden=move || settings.get().mode == DisplayMode::Minimal
+        >
             <summary>
                 <span class="segment-icon"><Icon name="reasoning" /></span>
                 <span class="reasoning-label">{label}</span>
@@ -145,7 +149,8 @@ pub fn ToolCallSegment(
     view! {
         <details
             class=format!("segment tool-call {status_class}")
-            prop:open=open
+            // The attribute, not only the property: the server's HTML arrives open in verbose mode.
+            open=open
             hidden=move || settings.get().mode == DisplayMode::Minimal
             data-call-id=call.call_id.clone()
         >
@@ -264,7 +269,9 @@ fn ToolOutput(output: String) -> impl IntoView {
     view! {
         <div class="tool-section">
             <div class="tool-label">"Output"</div>
-            <pre class="tool-output">{move || shown.get().0}</pre>
+            // `<code>` first: the HTML parser drops a newline right after `<pre>`, which would
+            // leave the hydrated DOM without the text node the view expects.
+            <pre class="tool-output"><code>{move || shown.get().0}</code></pre>
             {move || {
                 shown
                     .get()
