@@ -191,20 +191,18 @@ async fn run(
             continue;
         }
         let result = commit_batch(&mut connection, &mut batch).await;
-        let mut failure = failure
+        let began = result.as_ref().err().is_none_or(|failed| failed.began);
+        let error = result.err().map(|failed| failed.error);
+        if let Some(error) = &error {
+            tracing::error!(%error, "a write transaction failed");
+        }
+        *failure
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        match result {
-            Ok(()) => *failure = None,
-            Err(Failed { error, began }) => {
-                tracing::error!(%error, "a write transaction failed");
-                *failure = Some(error);
-                if !began {
-                    // Dropped jobs answer their callers with the failure just recorded.
-                    batch.clear();
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = error;
+        if !began {
+            // Dropped jobs answer their callers with the failure just recorded.
+            batch.clear();
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
     let _ = connection.close().await;
