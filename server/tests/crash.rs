@@ -57,17 +57,49 @@ async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Chi
     panic!("glassbox did not start");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its_events_kept() {
-    let dir = test_dir();
+/// A scenario that streams a line, then sleeps in a tool for a minute.
+fn write_slow_scenario(dir: &tempfile::TempDir) {
     write_scenario(
-        &dir,
+        dir,
         "slow",
         json!({"delta_interval_ms": 0, "steps": [
             {"text": "Before the crash."},
             {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
         ]}),
     );
+}
+
+/// Starts a `scenario:slow` run and reads its stream until the tool call has started.
+async fn start_until_tool_call(
+    client: &reqwest::Client,
+    base: &str,
+) -> (Value, Vec<app::protocol::Event>) {
+    let started: Value = client
+        .post(format!("{base}/api/chat"))
+        .header("accept", "application/json")
+        .json(&json!({"content": "crash me", "model": "scenario:slow"}))
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON");
+    let run_id = started["run_id"].as_str().expect("run id");
+    let response = client
+        .get(format!("{base}/api/runs/{run_id}/events"))
+        .send()
+        .await
+        .expect("GET");
+    let seen = SseStream::new(response)
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
+    (started, seen)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its_events_kept() {
+    let dir = test_dir();
+    write_slow_scenario(&dir);
     let port = free_port();
     let mut child = spawn_binary(&dir, port).await;
     let client = reqwest::Client::new();
@@ -75,26 +107,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     // Two runs at once: the one checkpointer writes both in the same transactions.
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let started: Value = client
-            .post(format!("{base}/api/chat"))
-            .header("accept", "application/json")
-            .json(&json!({"content": "crash me", "model": "scenario:slow"}))
-            .send()
-            .await
-            .expect("POST")
-            .json()
-            .await
-            .expect("JSON");
-        let run_id = started["run_id"].as_str().expect("run id").to_owned();
-        let response = client
-            .get(format!("{base}/api/runs/{run_id}/events"))
-            .send()
-            .await
-            .expect("GET");
-        let mut stream = SseStream::new(response);
-        let seen = stream
-            .until(|event| is_type(event, "tool_call_started"))
-            .await;
+        let (started, seen) = start_until_tool_call(&client, &base).await;
         runs.push((started, seen));
     }
     // Wait past one checkpoint window (250 ms) so the events are on disk.
@@ -165,39 +178,14 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     let dir = test_dir();
-    write_scenario(
-        &dir,
-        "slow",
-        json!({"delta_interval_ms": 0, "steps": [
-            {"text": "Before the crash."},
-            {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
-        ]}),
-    );
+    write_slow_scenario(&dir);
     let port = free_port();
     let mut child = spawn_binary(&dir, port).await;
     let client = reqwest::Client::new();
     let base = format!("http://127.0.0.1:{port}");
     let mut trace_ids = Vec::new();
     for _ in 0..2 {
-        let started: Value = client
-            .post(format!("{base}/api/chat"))
-            .header("accept", "application/json")
-            .json(&json!({"content": "crash me", "model": "scenario:slow"}))
-            .send()
-            .await
-            .expect("POST")
-            .json()
-            .await
-            .expect("JSON");
-        let run_id = started["run_id"].as_str().expect("run id");
-        let response = client
-            .get(format!("{base}/api/runs/{run_id}/events"))
-            .send()
-            .await
-            .expect("GET");
-        SseStream::new(response)
-            .until(|event| is_type(event, "tool_call_started"))
-            .await;
+        let (started, _) = start_until_tool_call(&client, &base).await;
         trace_ids.push(started["trace_id"].as_str().expect("trace").to_owned());
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
