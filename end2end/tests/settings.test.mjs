@@ -99,7 +99,9 @@ test('normal mode collapses every block of a message with more tools than the li
   await limit.dispatchEvent('change');
   await useModel(page, 'scenario:three_tools');
   await send(page, 'Collapse them');
-  await page.locator('.tool-call.running').waitFor();
+  // The three calls run at once: wait until the two quick ones are done and only the sleep runs.
+  await page.locator('.tool-call.success').nth(1).waitFor();
+  await page.locator('.tool-call.running', { hasText: 'sleep' }).waitFor();
   assert.equal(await page.locator('details.tool-call[open]').count(), 0, 'three tools > 2: all collapsed');
   // A new chat navigates to its conversation, which closes the panel.
   if (!(await page.locator('#settings-panel').isVisible())) await page.getByRole('button', { name: 'Settings' }).click();
