@@ -26,7 +26,16 @@ async fn get_json(client: &reqwest::Client, url: String) -> Value {
 }
 
 async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
+    spawn_binary_with(dir, port, &[]).await
+}
+
+async fn spawn_binary_with(
+    dir: &tempfile::TempDir,
+    port: u16,
+    extra: &[&str],
+) -> tokio::process::Child {
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(extra)
         .args(["--addr", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
@@ -214,6 +223,124 @@ async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     }
     let health = get_json(&client, format!("{base}/healthz")).await;
     assert_eq!(health["status"], "ok");
+}
+
+/// Starts a run of `model` and reads its stream to the end.
+async fn run_to_end(
+    client: &reqwest::Client,
+    base: &str,
+    model: &str,
+) -> Vec<app::protocol::Event> {
+    let started: Value = client
+        .post(format!("{base}/api/chat"))
+        .header("accept", "application/json")
+        .json(&json!({"content": "go", "model": model}))
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON");
+    let run_id = started["run_id"].as_str().expect("run id");
+    let response = client
+        .get(format!("{base}/api/runs/{run_id}/events"))
+        .send()
+        .await
+        .expect("GET");
+    SseStream::new(response).collect().await
+}
+
+fn tool_errors(events: &[app::protocol::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            app::protocol::EventKind::ToolResult { error, .. } => {
+                Some(error.as_ref().map_or("ok".to_owned(), |e| e.kind.clone()))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_calls_stuck_in_io_neither_stop_checkpoints_nor_static_files_and_pipes_are_refused() {
+    let dir = test_dir();
+    let pipe = dir.path().join("workspace/pipe");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .expect("mkfifo");
+    assert!(made.success());
+    write_slow_scenario(&dir);
+    write_scenario(
+        &dir,
+        "pipe",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"tool_calls": [
+                {"name": "read_file", "args": {"path": "pipe"}},
+                {"name": "grep_search", "args": {"query": "TODO"}}
+            ]},
+            {"text": "Done."}
+        ]}),
+    );
+    let stuck: Vec<Value> = (0..40)
+        .map(|_| json!({"name": "sleep", "args": {"seconds": 120, "blocking": true}}))
+        .collect();
+    write_scenario(
+        &dir,
+        "stuck",
+        json!({"delta_interval_ms": 0, "steps": [{"tool_calls": stuck}, {"text": "Gave up."}]}),
+    );
+    let port = free_port();
+    let mut child = spawn_binary_with(&dir, port, &["--tool-timeout-secs", "1"]).await;
+    let client = reqwest::Client::new();
+    let base = format!("http://127.0.0.1:{port}");
+
+    // A pipe is refused at once, and a search walks past it.
+    let events = tokio::time::timeout(
+        Duration::from_secs(5),
+        run_to_end(&client, &base, "scenario:pipe"),
+    )
+    .await
+    .expect("a pipe does not hang the run");
+    let mut outcomes = tool_errors(&events);
+    outcomes.sort();
+    assert_eq!(outcomes, ["not_a_file", "ok"]);
+
+    // 600 calls stuck in I/O (more than tokio's 512 blocking threads), each abandoned after 1 s.
+    let runs: Vec<_> = (0..15)
+        .map(|_| run_to_end(&client, &base, "scenario:stuck"))
+        .collect();
+    for events in futures::future::join_all(runs).await {
+        assert!(is_type(events.last().expect("events"), "message_final"));
+        assert_eq!(tool_errors(&events).len(), 40);
+    }
+    // The server still serves files from disk and still checkpoints.
+    let asset = tokio::time::timeout(
+        Duration::from_secs(5),
+        client.get(format!("{base}/pkg/glassbox.js")).send(),
+    )
+    .await
+    .expect("static files are served while tools are stuck")
+    .expect("GET");
+    assert_eq!(asset.status(), 200);
+    let (started, seen) = start_until_tool_call(&client, &base).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    child.start_kill().expect("SIGKILL");
+    let _ = child.wait().await;
+
+    let port = free_port();
+    let _child = spawn_binary(&dir, port).await;
+    let base = format!("http://127.0.0.1:{port}");
+    let trace_id = started["trace_id"].as_str().expect("trace");
+    let trace = get_json(&client, format!("{base}/api/traces/{trace_id}")).await;
+    let stored: Vec<app::protocol::Event> =
+        serde_json::from_value(trace["events"].clone()).expect("events");
+    assert_eq!(
+        stored[..seen.len()],
+        seen[..],
+        "the events were checkpointed"
+    );
 }
 
 #[tokio::test]

@@ -69,13 +69,12 @@ impl Tool for GrepSearch {
                 Some(glob) if !glob.trim().is_empty() => Some(glob_to_regex(glob.trim())?),
                 _ => None,
             };
-            // Walking the tree is blocking I/O: it runs on the blocking pool and checks the
-            // cancellation token between files.
-            let summary =
-                tokio::task::spawn_blocking(move || search(&context, &matcher, include.as_ref()))
-                    .await
-                    .map_err(|error| tool_error("panic", error.to_string()))??;
-            Ok(summary)
+            // Walking the tree is blocking I/O: it runs in one of the tools' blocking slots and
+            // checks the cancellation token between files.
+            let walker = context.clone();
+            context
+                .blocking(move || search(&walker, &matcher, include.as_ref()))
+                .await?
         })
     }
 }
@@ -149,13 +148,7 @@ fn search(
 }
 
 fn matching_lines(path: &Path, matcher: &Regex) -> Vec<(usize, String)> {
-    let Ok(metadata) = std::fs::metadata(path) else {
-        return Vec::new();
-    };
-    if metadata.len() > MAX_FILE_BYTES {
-        return Vec::new();
-    }
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = super::workspace::read_regular_file(path, MAX_FILE_BYTES) else {
         return Vec::new();
     };
     if bytes.iter().take(8000).any(|byte| *byte == 0) {

@@ -1,8 +1,11 @@
 //! `list_dir {path}`: a folder's entries, folders first, each folder with a trailing `/`.
 
+use std::path::PathBuf;
+
+use app::protocol::ToolError;
 use serde_json::{json, Value};
 
-use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture};
+use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture, Workspace};
 
 const MAX_ENTRIES: usize = 500;
 
@@ -33,24 +36,11 @@ impl Tool for ListDir {
 
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let requested = string_arg(&args, "path")?;
-            let path = context.workspace.resolve(requested)?;
-            let mut reader = tokio::fs::read_dir(&path)
-                .await
-                .map_err(|error| tool_error("io", format!("Cannot list '{requested}': {error}")))?;
-            let mut folders = Vec::new();
-            let mut files = Vec::new();
-            while let Some(entry) = reader
-                .next_entry()
-                .await
-                .map_err(|error| tool_error("io", error.to_string()))?
-            {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                match entry.file_type().await {
-                    Ok(kind) if kind.is_dir() => folders.push(format!("{name}/")),
-                    _ => files.push(name),
-                }
-            }
+            let requested = string_arg(&args, "path")?.to_owned();
+            let workspace = context.workspace.clone();
+            let (path, mut folders, mut files) = context
+                .blocking(move || entries(&workspace, &requested))
+                .await??;
             folders.sort();
             files.sort();
             let total = folders.len() + files.len();
@@ -66,4 +56,25 @@ impl Tool for ListDir {
             ))
         })
     }
+}
+
+/// The folder's real path, its subfolders (with `/`) and its other entries, unsorted.
+fn entries(
+    workspace: &Workspace,
+    requested: &str,
+) -> Result<(PathBuf, Vec<String>, Vec<String>), ToolError> {
+    let path = workspace.resolve(requested)?;
+    let reader = std::fs::read_dir(&path)
+        .map_err(|error| tool_error("io", format!("Cannot list '{requested}': {error}")))?;
+    let mut folders = Vec::new();
+    let mut files = Vec::new();
+    for entry in reader {
+        let entry = entry.map_err(|error| tool_error("io", error.to_string()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match entry.file_type() {
+            Ok(kind) if kind.is_dir() => folders.push(format!("{name}/")),
+            _ => files.push(name),
+        }
+    }
+    Ok((path, folders, files))
 }

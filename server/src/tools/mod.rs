@@ -23,7 +23,7 @@ use std::{
 use app::protocol::{EventKind, ToolError, ToolResultStatus};
 use futures::FutureExt;
 use serde_json::Value;
-use tokio::task::JoinSet;
+use tokio::{sync::Semaphore, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 
 pub use workspace::Workspace;
@@ -45,12 +45,51 @@ pub trait Tool: Send + Sync + 'static {
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture;
 }
 
+/// At most this many tool calls do blocking work (file reads, directory walks) at once. A call
+/// keeps its slot until its thread really returns, so calls stuck in I/O (a hung mount) cannot
+/// take more than these threads of tokio's blocking pool, which static files also need.
+pub const BLOCKING_TOOL_SLOTS: usize = 32;
+/// How long a call waits for a slot before it ends with a `busy` error.
+const BLOCKING_SLOT_WAIT: Duration = Duration::from_secs(5);
+
 /// What a running tool gets besides its arguments.
 #[derive(Clone)]
 pub struct ToolContext {
     pub cancel: CancellationToken,
     pub output: OutputSink,
     pub workspace: Arc<Workspace>,
+    blocking_slots: Arc<Semaphore>,
+}
+
+impl ToolContext {
+    /// Runs blocking work on tokio's blocking pool, holding one of [`BLOCKING_TOOL_SLOTS`] until
+    /// the work returns. A call that times out abandons its thread, not its slot.
+    pub async fn blocking<T: Send + 'static>(
+        &self,
+        work: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let busy = || {
+            tool_error(
+                "busy",
+                format!(
+                    "{BLOCKING_TOOL_SLOTS} tool calls are already waiting on the file system; try again later."
+                ),
+            )
+        };
+        let permit = tokio::time::timeout(
+            BLOCKING_SLOT_WAIT,
+            self.blocking_slots.clone().acquire_owned(),
+        )
+        .await
+        .map_err(|_| busy())?
+        .map_err(|_| busy())?;
+        tokio::task::spawn_blocking(move || {
+            let _slot = permit;
+            work()
+        })
+        .await
+        .map_err(|error| tool_error("panic", error.to_string()))
+    }
 }
 
 /// Streams a tool's output and progress as `tool_call_update` events. Usable from blocking
@@ -120,6 +159,7 @@ pub struct ToolRegistry {
     tools: BTreeMap<&'static str, Arc<dyn Tool>>,
     workspace: Arc<Workspace>,
     timeout: Duration,
+    blocking_slots: Arc<Semaphore>,
 }
 
 impl ToolRegistry {
@@ -137,6 +177,7 @@ impl ToolRegistry {
             tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
             workspace: Arc::new(workspace),
             timeout,
+            blocking_slots: Arc::new(Semaphore::new(BLOCKING_TOOL_SLOTS)),
         }
     }
 
@@ -198,6 +239,7 @@ pub async fn execute(
                 streamed_chars: Arc::default(),
             },
             workspace: registry.workspace.clone(),
+            blocking_slots: registry.blocking_slots.clone(),
         };
         let run = run.clone();
         let timeout = registry.timeout;

@@ -2,7 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{optional_u64, string_arg, tool_error, Tool, ToolContext, ToolFuture};
+use std::path::PathBuf;
+
+use app::protocol::ToolError;
+
+use super::{
+    optional_u64, string_arg, tool_error,
+    workspace::{read_regular_file, ReadRefusal},
+    Tool, ToolContext, ToolFuture, Workspace,
+};
 
 const MAX_LINES: u64 = 400;
 const MAX_FILE_BYTES: u64 = 4 * 1024 * 1024;
@@ -47,44 +55,24 @@ impl Tool for ReadFile {
         Box::pin(async move {
             let requested = string_arg(&args, "path")?;
             let start = optional_u64(&args, "start_line")?.unwrap_or(1).max(1);
-            let end = optional_u64(&args, "end_line")?.unwrap_or(start + MAX_LINES - 1);
+            let end =
+                optional_u64(&args, "end_line")?.unwrap_or(start.saturating_add(MAX_LINES - 1));
             if end < start {
                 return Err(tool_error(
                     "invalid_arguments",
                     "`end_line` is before `start_line`",
                 ));
             }
-            let path = context.workspace.resolve(requested)?;
-            let metadata = tokio::fs::metadata(&path)
-                .await
-                .map_err(|error| tool_error("io", error.to_string()))?;
-            if metadata.is_dir() {
-                return Err(tool_error(
-                    "invalid_arguments",
-                    format!("'{requested}' is a directory; use list_dir."),
-                ));
-            }
-            if metadata.len() > MAX_FILE_BYTES {
-                return Err(tool_error(
-                    "too_large",
-                    format!(
-                        "'{requested}' is {} bytes; the limit is {MAX_FILE_BYTES}.",
-                        metadata.len()
-                    ),
-                ));
-            }
-            let bytes = tokio::fs::read(&path)
-                .await
-                .map_err(|error| tool_error("io", error.to_string()))?;
-            if bytes.iter().take(8000).any(|byte| *byte == 0) {
-                return Err(tool_error(
-                    "binary_file",
-                    format!("'{requested}' is not a text file."),
-                ));
-            }
+            let workspace = context.workspace.clone();
+            let owned = requested.to_owned();
+            let (path, bytes) = context
+                .blocking(move || read_text(&workspace, &owned))
+                .await??;
             let text = String::from_utf8_lossy(&bytes);
             let total = text.lines().count() as u64;
-            let end = end.min(start + MAX_LINES - 1).min(total.max(1));
+            let end = end
+                .min(start.saturating_add(MAX_LINES - 1))
+                .min(total.max(1));
             let mut out = String::new();
             for (index, line) in text.lines().enumerate() {
                 let number = index as u64 + 1;
@@ -100,4 +88,31 @@ impl Tool for ReadFile {
             Ok(format!("{shown} (lines {start}–{end} of {total})\n{out}"))
         })
     }
+}
+
+/// Resolves `requested` in the workspace and reads it, refusing what is not a text file.
+fn read_text(workspace: &Workspace, requested: &str) -> Result<(PathBuf, Vec<u8>), ToolError> {
+    let path = workspace.resolve(requested)?;
+    let bytes = read_regular_file(&path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
+        ReadRefusal::Directory => tool_error(
+            "invalid_arguments",
+            format!("'{requested}' is a directory; use list_dir."),
+        ),
+        ReadRefusal::NotRegular => tool_error(
+            "not_a_file",
+            format!("'{requested}' is not a regular file (a pipe, socket or device); only files can be read."),
+        ),
+        ReadRefusal::TooLarge(len) => tool_error(
+            "too_large",
+            format!("'{requested}' is {len} bytes; the limit is {MAX_FILE_BYTES}."),
+        ),
+        ReadRefusal::Io(error) => tool_error("io", error.to_string()),
+    })?;
+    if bytes.iter().take(8000).any(|byte| *byte == 0) {
+        return Err(tool_error(
+            "binary_file",
+            format!("'{requested}' is not a text file."),
+        ));
+    }
+    Ok((path, bytes))
 }

@@ -7,7 +7,8 @@ use serde_json::{json, Value};
 use super::{tool_error, Tool, ToolContext, ToolFuture};
 
 /// `sleep {seconds, blocking?, subprocess?}`: waits, printing a tick every half second. The
-/// blocking form sleeps on the blocking pool (events must still flow meanwhile); the subprocess
+/// blocking form sleeps in one of the tools' blocking slots, like a call stuck in I/O (events must
+/// still flow meanwhile); the subprocess
 /// form runs `sleep` as a child process (which cancellation must kill).
 pub struct Sleep;
 
@@ -72,9 +73,10 @@ impl Tool for Sleep {
                 }
             }
             if args.get("blocking").and_then(Value::as_bool) == Some(true) {
-                tokio::task::spawn_blocking(move || std::thread::sleep(duration))
-                    .await
-                    .map_err(|error| tool_error("panic", error.to_string()))?;
+                // Stands for a call stuck in I/O: the thread ignores cancellation.
+                context
+                    .blocking(move || std::thread::sleep(duration))
+                    .await?;
                 return Ok(format!("Slept {seconds} s on the blocking pool."));
             }
             let deadline = tokio::time::Instant::now() + duration;

@@ -1,7 +1,10 @@
 //! The folder the built-in tools may touch. Every path is resolved (symlinks included) and refused
 //! when it lands outside.
 
-use std::path::{Path, PathBuf};
+use std::{
+    io::Read,
+    path::{Path, PathBuf},
+};
 
 use app::protocol::ToolError;
 
@@ -60,6 +63,45 @@ impl Workspace {
             text
         }
     }
+}
+
+/// Why [`read_regular_file`] read nothing.
+#[derive(Debug)]
+pub enum ReadRefusal {
+    Directory,
+    /// A FIFO, socket or device: reading it could block a thread forever.
+    NotRegular,
+    TooLarge(u64),
+    Io(std::io::Error),
+}
+
+/// The bytes of `path` if it is a regular file of at most `max_bytes`. The type is checked on the
+/// open handle, and the open itself does not block (`O_NONBLOCK`), so a FIFO put in the file's
+/// place cannot hang the thread.
+pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadRefusal> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(
+        &mut options,
+        libc::O_NONBLOCK | libc::O_NOCTTY,
+    );
+    let file = options.open(path).map_err(ReadRefusal::Io)?;
+    let metadata = file.metadata().map_err(ReadRefusal::Io)?;
+    if metadata.is_dir() {
+        return Err(ReadRefusal::Directory);
+    }
+    if !metadata.is_file() {
+        return Err(ReadRefusal::NotRegular);
+    }
+    if metadata.len() > max_bytes {
+        return Err(ReadRefusal::TooLarge(metadata.len()));
+    }
+    let mut bytes = Vec::with_capacity(metadata.len() as usize);
+    file.take(max_bytes)
+        .read_to_end(&mut bytes)
+        .map_err(ReadRefusal::Io)?;
+    Ok(bytes)
 }
 
 /// Folders that are never worth searching.
