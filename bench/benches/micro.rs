@@ -43,6 +43,62 @@ fn reducer(c: &mut Criterion) {
         })
     });
     group.finish();
+    long_reasoning(c);
+}
+
+/// A million characters in 10-character deltas, as reasoning and as answer text: both folds must
+/// be linear (the reasoning one rebuilt the whole text per delta before).
+fn long_reasoning(c: &mut Criterion) {
+    let delta = |kind: &str, index: u64| Event {
+        seq: index + 3,
+        run_id: "run_long".into(),
+        ts: "2026-01-01T00:00:00.000Z".into(),
+        kind: match kind {
+            "reasoning" => EventKind::ReasoningPartDelta {
+                segment_id: "rs".into(),
+                summary_index: 0,
+                text_delta: "0123456789".into(),
+            },
+            _ => EventKind::TextDelta {
+                segment_id: "txt".into(),
+                sequence_number: (index == 0).then_some(0),
+                delta: "0123456789".into(),
+            },
+        },
+    };
+    let mut group = c.benchmark_group("1M characters in 10-char deltas");
+    group.sample_size(10);
+    for kind in ["reasoning", "text"] {
+        let start = |seq, kind| Event {
+            seq,
+            run_id: "run_long".into(),
+            ts: "2026-01-01T00:00:00.000Z".into(),
+            kind,
+        };
+        let mut events = vec![
+            start(
+                1,
+                EventKind::MessageStarted {
+                    conversation_id: "c".into(),
+                    user_message_id: "u".into(),
+                    message_id: "m".into(),
+                    trace_id: "t".into(),
+                    model: "demo".into(),
+                },
+            ),
+            start(
+                2,
+                EventKind::ReasoningPartStarted {
+                    segment_id: "rs".into(),
+                    summary_index: 0,
+                    sequence_number: 0,
+                },
+            ),
+        ];
+        events.extend((0..100_000).map(|index| delta(kind, index)));
+        group.bench_function(kind, |b| b.iter(|| fold(black_box(&events))));
+    }
+    group.finish();
 }
 
 fn sanitizer(c: &mut Criterion) {

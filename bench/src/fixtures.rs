@@ -70,7 +70,7 @@ pub fn agent_run(run_id: &str, text_tokens: usize, tool_calls: usize) -> Vec<Eve
     run.push(EventKind::ReasoningPartCompleted {
         segment_id: "rs_1".into(),
         summary_index: 0,
-        final_text: thought,
+        final_text: Some(thought),
     });
     sequence_number += 1;
 

@@ -781,3 +781,69 @@ async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
     SseStream::new(response).collect().await;
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn huge_reasoning_stays_under_the_event_cap_and_extreme_numbers_are_kept_in_range() {
+    let server = TestServer::start().await;
+    let thought: String = "think ".repeat(50_000); // 300,000 characters
+    server.scenario(
+        "extremes",
+        json!({"delta_chars": 1_000_000, "delta_interval_ms": 0, "steps": [
+            {"reasoning": [thought]},
+            {"tool_calls": [{"name": "read_file", "args": {"path": "notes.md", "start_line": u64::MAX}}]},
+            {"usage": {"input_tokens": u64::MAX, "output_tokens": u64::MAX}},
+            {"text": "done"}
+        ]}),
+    );
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .json(&json!({"content": "go", "model": "scenario:extremes"}))
+        .send()
+        .await
+        .expect("POST");
+    let body = response.text().await.expect("stream");
+    let frames: Vec<&str> = body
+        .lines()
+        .filter_map(|line| line.strip_prefix("data: "))
+        .collect();
+    let (terminal, rest) = frames.split_last().expect("events");
+    assert!(terminal.contains("\"message_final\""), "{terminal:.200}");
+    for frame in rest {
+        assert!(
+            frame.len() <= 64 * 1024,
+            "an event of {} bytes",
+            frame.len()
+        );
+    }
+    let last: app::protocol::Event = serde_json::from_str(terminal).expect("terminal event");
+    let EventKind::MessageFinal { message, trace_id } = last.kind else {
+        panic!("not final");
+    };
+    let reasoning = message
+        .segments
+        .iter()
+        .find_map(|segment| match segment {
+            app::protocol::Segment::Reasoning(r) => Some(r.combined_text.clone()),
+            _ => None,
+        })
+        .expect("reasoning");
+    assert_eq!(reasoning, thought, "the whole reasoning arrives");
+    let tool = message
+        .segments
+        .iter()
+        .find_map(|segment| match segment {
+            app::protocol::Segment::ToolCall(call) => Some(call.clone()),
+            _ => None,
+        })
+        .expect("tool call");
+    assert_eq!(tool.status, ToolCallStatus::Success, "{tool:?}");
+    let (status, trace) = server.get_json(&format!("/api/traces/{trace_id}")).await;
+    assert_eq!(status, 200);
+    assert!(
+        trace["input_tokens"].as_i64().is_some_and(|n| n > 0),
+        "{}",
+        trace["input_tokens"]
+    );
+    server.stop().await;
+}

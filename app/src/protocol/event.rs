@@ -39,7 +39,10 @@ pub enum EventKind {
     ReasoningPartCompleted {
         segment_id: String,
         summary_index: u32,
-        final_text: String,
+        /// The part's whole text; left out when it would make the event larger than the event
+        /// cap (the deltas have carried it all).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        final_text: Option<String>,
     },
     ToolCallStarted {
         call_id: String,

@@ -147,7 +147,11 @@ fn apply_content(message: &mut Message, event: &Event) {
                     segment
                 }
             };
+            let parts = segment.parts.len();
             reasoning_part(segment, *summary_index, &event.ts);
+            if segment.parts.len() != parts {
+                segment.combined_text = combine(&segment.parts);
+            }
         }
         EventKind::ReasoningPartDelta {
             segment_id,
@@ -155,10 +159,7 @@ fn apply_content(message: &mut Message, event: &Event) {
             text_delta,
         } => {
             if let Some(segment) = find_reasoning(message, segment_id) {
-                reasoning_part(segment, *summary_index, &event.ts)
-                    .text
-                    .push_str(text_delta);
-                segment.combined_text = combine(&segment.parts);
+                append_reasoning(segment, *summary_index, &event.ts, text_delta);
             }
         }
         EventKind::ReasoningPartCompleted {
@@ -168,7 +169,9 @@ fn apply_content(message: &mut Message, event: &Event) {
         } => {
             if let Some(segment) = find_reasoning(message, segment_id) {
                 let part = reasoning_part(segment, *summary_index, &event.ts);
-                part.text.clone_from(final_text);
+                if let Some(final_text) = final_text {
+                    part.text.clone_from(final_text);
+                }
                 part.is_complete = true;
                 part.completed_at = Some(event.ts.clone());
                 segment.combined_text = combine(&segment.parts);
@@ -353,6 +356,25 @@ fn reasoning_part<'s>(
     &mut segment.parts[position]
 }
 
+/// Adds a delta to a part. When the part is the last one (the usual case) the combined text grows
+/// in place, so a long stream of small deltas costs linear time, not quadratic.
+fn append_reasoning(segment: &mut ReasoningSegment, summary_index: u32, ts: &str, delta: &str) {
+    let parts = segment.parts.len();
+    reasoning_part(segment, summary_index, ts)
+        .text
+        .push_str(delta);
+    let last_existing = segment.parts.len() == parts
+        && segment
+            .parts
+            .last()
+            .is_some_and(|part| part.summary_index == summary_index);
+    if last_existing {
+        segment.combined_text.push_str(delta);
+    } else {
+        segment.combined_text = combine(&segment.parts);
+    }
+}
+
 fn combine(parts: &[ReasoningPart]) -> String {
     parts
         .iter()
@@ -491,7 +513,7 @@ mod tests {
             .push(EventKind::ReasoningPartCompleted {
                 segment_id: "rs".into(),
                 summary_index: 0,
-                final_text: "Looking.".into(),
+                final_text: Some("Looking.".into()),
             })
             .push(EventKind::ReasoningPartStarted {
                 segment_id: "rs".into(),
@@ -501,7 +523,7 @@ mod tests {
             .push(EventKind::ReasoningPartCompleted {
                 segment_id: "rs".into(),
                 summary_index: 1,
-                final_text: "Found it.".into(),
+                final_text: Some("Found it.".into()),
             });
         let done = script.message();
         assert_eq!(done.segments.len(), 1, "both parts share one segment");

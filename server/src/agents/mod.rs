@@ -175,7 +175,7 @@ impl RunContext {
                 summary_index,
                 sequence_number,
             });
-            for delta in chunks(part, pacing.delta_chars) {
+            for delta in chunks(part, pacing.delta_chars.min(MAX_DELTA_CHARS)) {
                 pause(pacing.interval).await;
                 self.run.emit(EventKind::ReasoningPartDelta {
                     segment_id: segment_id.clone(),
@@ -186,7 +186,7 @@ impl RunContext {
             self.run.emit(EventKind::ReasoningPartCompleted {
                 segment_id: segment_id.clone(),
                 summary_index,
-                final_text: part.clone(),
+                final_text: Some(part.clone()),
             });
         }
     }
@@ -334,7 +334,7 @@ impl ReasoningWriter<'_> {
             self.context.run.emit(EventKind::ReasoningPartCompleted {
                 segment_id: self.segment_id.clone(),
                 summary_index,
-                final_text,
+                final_text: Some(final_text),
             });
         }
     }

@@ -106,8 +106,9 @@ impl Run {
     pub fn emit(&self, kind: EventKind) -> Option<u64> {
         let is_tool_result = matches!(kind, EventKind::ToolResult { .. });
         let seq = self.append(&mut self.log(), kind)?;
+        // Concurrent emits may publish out of order: the published seq only moves forward.
         self.published
-            .send_modify(|published| published.last_seq = seq);
+            .send_modify(|published| published.last_seq = published.last_seq.max(seq));
         if is_tool_result {
             self.checkpoint_now.notify_one();
         }
@@ -350,6 +351,61 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
                 *full_length = Some(full_length.unwrap_or(0).max(total));
             }
         }
+        // The deltas before it carried the whole text.
+        EventKind::ReasoningPartCompleted { final_text, .. } => *final_text = None,
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+
+    #[test]
+    fn the_published_seq_never_moves_backwards_under_concurrent_emits() {
+        let run = Run::new(
+            "run_t".into(),
+            "trace_t".into(),
+            "c".into(),
+            "m".into(),
+            "o".into(),
+            "demo".into(),
+            "2026-01-01T00:00:00.000Z".into(),
+            Arc::new(Notify::new()),
+        );
+        let done = AtomicBool::new(false);
+        let backwards = std::thread::scope(|scope| {
+            let watcher = scope.spawn(|| {
+                let (mut previous, mut backwards) = (0, 0);
+                while !done.load(Ordering::Relaxed) {
+                    let now = run.published().last_seq;
+                    backwards += usize::from(now < previous);
+                    previous = now;
+                }
+                backwards
+            });
+            let emitters: Vec<_> = (0..4)
+                .map(|_| {
+                    scope.spawn(|| {
+                        for _ in 0..20_000 {
+                            run.emit(EventKind::TextDelta {
+                                segment_id: "txt".into(),
+                                sequence_number: None,
+                                delta: "x".into(),
+                            });
+                        }
+                    })
+                })
+                .collect();
+            for emitter in emitters {
+                emitter.join().expect("emitter");
+            }
+            done.store(true, Ordering::Relaxed);
+            watcher.join().expect("watcher")
+        });
+        assert_eq!(backwards, 0, "the published seq moved backwards");
+        assert_eq!(run.published().last_seq, 80_000);
     }
 }
