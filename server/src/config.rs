@@ -53,6 +53,15 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_RUN_TIMEOUT_SECS", default_value_t = 1800)]
     pub run_timeout_secs: u64,
 
+    /// Runs going at once; a start beyond it answers 429 with `Retry-After`.
+    #[arg(long, env = "GLASSBOX_MAX_RUNS", default_value_t = 4_000)]
+    pub max_runs: usize,
+
+    /// Memory for the event logs of all runs held in memory, in MiB. A start answers 429 while it
+    /// is used up; a run that needs more ends with `memory_exhausted`.
+    #[arg(long, env = "GLASSBOX_RUN_MEMORY_MIB", default_value_t = 1024)]
+    pub run_memory_mib: usize,
+
     /// The model a new conversation uses when the request names none.
     #[arg(long, env = "GLASSBOX_DEFAULT_MODEL", default_value = "demo")]
     pub default_model: String,
@@ -65,6 +74,13 @@ impl Config {
 
     pub fn run_timeout(&self) -> Duration {
         Duration::from_secs(self.run_timeout_secs.max(1))
+    }
+
+    pub fn run_limits(&self) -> crate::runs::RunLimits {
+        crate::runs::RunLimits {
+            max_running: self.max_runs.max(1),
+            memory_budget: self.run_memory_mib.max(1).saturating_mul(1024 * 1024),
+        }
     }
 
     pub fn database_url(&self) -> String {

@@ -2,11 +2,13 @@
 //! `{"code": ..., "message": ...}` with the status below. Internal details are logged, never sent.
 
 use axum::{
-    http::StatusCode,
+    http::{header, StatusCode},
     response::{IntoResponse, Response},
     Json,
 };
 use serde_json::json;
+
+use crate::runs::RETRY_AFTER_SECS;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -28,6 +30,9 @@ pub enum Error {
     /// 415: the body is not declared as JSON.
     #[error("expected Content-Type: application/json")]
     UnsupportedMediaType,
+    /// 429: the server is at its limit of running runs or of memory for them; `Retry-After`.
+    #[error("{0}")]
+    TooBusy(String),
     /// 503: the database cannot take writes now (a full disk, an I/O error); details are logged.
     #[error("storage unavailable: {0}")]
     Unavailable(String),
@@ -48,6 +53,7 @@ impl Error {
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::TooBusy(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Error::Database(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -61,6 +67,7 @@ impl Error {
             Error::Conflict(_) => "conflict",
             Error::PayloadTooLarge(_) => "payload_too_large",
             Error::UnsupportedMediaType => "unsupported_media_type",
+            Error::TooBusy(_) => "too_many_runs",
             Error::Unavailable(_) => "storage_unavailable",
             Error::Database(_) | Error::Internal(_) => "internal",
         }
@@ -86,11 +93,16 @@ impl IntoResponse for Error {
         if status.is_server_error() {
             tracing::error!(error = %self, "request failed");
         }
-        (
-            status,
-            Json(json!({ "code": self.code(), "message": self.public_message() })),
-        )
-            .into_response()
+        let body = Json(json!({ "code": self.code(), "message": self.public_message() }));
+        match self {
+            Error::TooBusy(_) | Error::Unavailable(_) => (
+                status,
+                [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())],
+                body,
+            )
+                .into_response(),
+            _ => (status, body).into_response(),
+        }
     }
 }
 

@@ -100,6 +100,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         tools,
         config.default_model.clone(),
         config.run_timeout(),
+        config.run_limits(),
     );
     let env = match std::env::var("LEPTOS_ENV").as_deref() {
         Ok("DEV") | Ok("dev") | Ok("development") => Env::DEV,

@@ -2,69 +2,10 @@
 
 mod common;
 
-use std::{process::Stdio, time::Duration};
+use std::time::Duration;
 
 use common::*;
 use serde_json::{json, Value};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("free port")
-}
-
-async fn get_json(client: &reqwest::Client, url: String) -> Value {
-    client
-        .get(url)
-        .send()
-        .await
-        .expect("GET")
-        .json()
-        .await
-        .expect("JSON")
-}
-
-async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
-    spawn_binary_with(dir, port, &[]).await
-}
-
-async fn spawn_binary_with(
-    dir: &tempfile::TempDir,
-    port: u16,
-    extra: &[&str],
-) -> tokio::process::Child {
-    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
-        .args(extra)
-        .args(["--addr", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .arg("--site-root")
-        .arg(dir.path().join("site"))
-        .arg("--workspace")
-        .arg(dir.path().join("workspace"))
-        .arg("--scenarios-dir")
-        .arg(dir.path().join("scenarios"))
-        .arg("--enable-test-tools")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start glassbox");
-    let client = reqwest::Client::new();
-    for _ in 0..200 {
-        if client
-            .get(format!("http://127.0.0.1:{port}/healthz"))
-            .send()
-            .await
-            .is_ok()
-        {
-            return child;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("glassbox did not start");
-}
 
 /// A scenario that streams a line, then sleeps in a tool for a minute.
 fn write_slow_scenario(dir: &tempfile::TempDir) {
@@ -128,7 +69,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     let mut child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
     for (started, seen) in &runs {
-        let trace = get_json(
+        let trace = get_json_at(
             &client,
             format!(
                 "{base}/api/traces/{}",
@@ -150,7 +91,7 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
         );
     }
     let started = &runs[0].0;
-    let conversation = get_json(
+    let conversation = get_json_at(
         &client,
         format!(
             "{base}/api/conversations/{}",
@@ -218,10 +159,10 @@ async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     let _child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
     for trace_id in &trace_ids {
-        let trace = get_json(&client, format!("{base}/api/traces/{trace_id}")).await;
+        let trace = get_json_at(&client, format!("{base}/api/traces/{trace_id}")).await;
         assert_eq!(trace["status"], "interrupted", "{trace_id}");
     }
-    let health = get_json(&client, format!("{base}/healthz")).await;
+    let health = get_json_at(&client, format!("{base}/healthz")).await;
     assert_eq!(health["status"], "ok");
 }
 
@@ -333,7 +274,7 @@ async fn tool_calls_stuck_in_io_neither_stop_checkpoints_nor_static_files_and_pi
     let _child = spawn_binary(&dir, port).await;
     let base = format!("http://127.0.0.1:{port}");
     let trace_id = started["trace_id"].as_str().expect("trace");
-    let trace = get_json(&client, format!("{base}/api/traces/{trace_id}")).await;
+    let trace = get_json_at(&client, format!("{base}/api/traces/{trace_id}")).await;
     let stored: Vec<app::protocol::Event> =
         serde_json::from_value(trace["events"].clone()).expect("events");
     assert_eq!(

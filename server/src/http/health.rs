@@ -1,4 +1,5 @@
-//! `GET /healthz`: the version, whether the database answers reads, and whether writes succeed.
+//! `GET /healthz`: the version, whether the database answers reads, whether writes succeed, and
+//! the runs going with the memory their logs hold.
 //! While either fails it answers 503 `degraded` and says why.
 
 use axum::{extract::State, http::StatusCode, Json};
@@ -15,6 +16,7 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
+    let (runs, run_memory_bytes) = state.engine.load();
     let reason = match (&write_failure, database) {
         (Some(failure), _) => Some(format!("writes to the database fail: {failure}")),
         (None, false) => Some("the database does not answer".to_owned()),
@@ -28,6 +30,8 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
             "database": database,
             "writes": write_failure.is_none(),
             "reason": reason,
+            "runs": runs,
+            "run_memory_bytes": run_memory_bytes,
         })),
     )
 }

@@ -10,7 +10,10 @@ use app::protocol::{CancelledBy, EventKind};
 use serde::{Deserialize, Serialize};
 use tokio_util::task::TaskTracker;
 
-use super::{new_id, now_rfc3339, Checkpointer, Run, RunEnding};
+use super::{
+    new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits, RunSlot,
+    RunSlots,
+};
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
     error::{Error, Result},
@@ -21,6 +24,8 @@ use crate::{
 /// A finished run stays in memory this long for late subscribers, then they read the store.
 const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
 const MAX_CONTENT_CHARS: usize = 100_000;
+/// What a client is told to wait before trying again when the server is at a limit.
+pub const RETRY_AFTER_SECS: u64 = 5;
 /// A trace that could not be stored is written again after this, then twice as long each time.
 const FINISH_RETRY_FIRST: Duration = Duration::from_millis(100);
 const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
@@ -56,6 +61,9 @@ pub struct Engine {
     checkpointer: Arc<Checkpointer>,
     checkpointer_stop: tokio_util::sync::CancellationToken,
     tasks: TaskTracker,
+    limits: RunLimits,
+    budget: Arc<MemoryBudget>,
+    slots: RunSlots,
 }
 
 impl Engine {
@@ -65,6 +73,7 @@ impl Engine {
         tools: ToolRegistry,
         default_model: String,
         run_timeout: Duration,
+        limits: RunLimits,
     ) -> Arc<Self> {
         let checkpointer = Checkpointer::new(store.clone());
         let checkpointer_stop = tokio_util::sync::CancellationToken::new();
@@ -82,6 +91,9 @@ impl Engine {
             checkpointer,
             checkpointer_stop,
             tasks,
+            limits,
+            budget: MemoryBudget::new(limits.memory_budget),
+            slots: RunSlots::default(),
         })
     }
 
@@ -136,6 +148,7 @@ impl Engine {
         if let Some(model) = &requested_model {
             self.agents.resolve(model)?;
         }
+        let slot = self.take_slot()?;
 
         let now = now_rfc3339();
         let (run_id, trace_id) = (new_id("run"), new_id("trace"));
@@ -164,6 +177,7 @@ impl Engine {
             started.model.clone(),
             now,
             self.checkpointer.waker(),
+            self.budget.clone(),
         );
         run.emit(EventKind::MessageStarted {
             conversation_id: started.conversation_id.clone(),
@@ -186,7 +200,7 @@ impl Engine {
         );
         let engine = self.clone();
         self.tasks
-            .spawn(async move { engine.drive(context, agent).await });
+            .spawn(async move { engine.drive(context, agent, slot).await });
 
         let reply = StartedChat {
             events_url: format!("/api/runs/{run_id}/events"),
@@ -200,8 +214,35 @@ impl Engine {
         Ok((run, reply))
     }
 
+    /// One of the running slots, unless the server is at its run or memory limit (429).
+    fn take_slot(&self) -> Result<RunSlot> {
+        if self.budget.used() >= self.budget.limit() {
+            return Err(Error::TooBusy(format!(
+                "the server's memory for runs ({} MiB) is in use; try again in a few seconds",
+                self.budget.limit() >> 20
+            )));
+        }
+        self.slots.try_take(self.limits.max_running).ok_or_else(|| {
+            Error::TooBusy(format!(
+                "the server is running as many runs as it allows ({}); try again in a few seconds",
+                self.limits.max_running
+            ))
+        })
+    }
+
+    /// Runs going now, and bytes of event logs held in memory.
+    pub fn load(&self) -> (usize, usize) {
+        (self.slots.running(), self.budget.used())
+    }
+
     /// The run's own task: the agent races cancellation and the run timeout; then the trace closes.
-    async fn drive(self: Arc<Self>, context: RunContext, agent: Result<Arc<dyn Agent>>) {
+    /// The slot is given back when the trace is stored.
+    async fn drive(
+        self: Arc<Self>,
+        context: RunContext,
+        agent: Result<Arc<dyn Agent>>,
+        _slot: RunSlot,
+    ) {
         let run = context.run.clone();
 
         let ending = match agent {
@@ -234,13 +275,22 @@ impl Engine {
                         code,
                         error: message,
                     },
-                    None if run.overflowed() => RunEnding::Failed {
+                    None if run.overflowed() == Some(Overflow::RunTooLarge) => RunEnding::Failed {
                         code: "run_too_large".into(),
                         error: format!(
                             "The run produced more than {} MiB of events and was stopped.",
                             super::MAX_RUN_LOG_BYTES >> 20
                         ),
                     },
+                    None if run.overflowed() == Some(Overflow::MemoryExhausted) => {
+                        RunEnding::Failed {
+                            code: "memory_exhausted".into(),
+                            error: format!(
+                                "The server's memory for runs ({} MiB) was used up; the run was stopped.",
+                                self.budget.limit() >> 20
+                            ),
+                        }
+                    }
                     None => {
                         let (by, reason) = run
                             .cancel_request()
@@ -297,6 +347,12 @@ impl Engine {
             "run ended"
         );
 
+        // Late subscribers read an ended run from memory for a while; past half the memory
+        // budget it leaves at once, and they read the stored trace.
+        if self.budget.used() > self.budget.limit() / 2 {
+            self.runs().remove(&run.run_id);
+            return;
+        }
         let engine = self.clone();
         self.tasks.spawn(async move {
             tokio::time::sleep(FINISHED_RUN_GRACE).await;

@@ -5,11 +5,13 @@
 
 mod checkpoint;
 mod engine;
+mod limits;
 mod run;
 
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
-pub use engine::{ChatRequest, Engine, StartedChat};
-pub use run::{Published, Run, RunEnding, MAX_RUN_LOG_BYTES};
+pub use engine::{ChatRequest, Engine, StartedChat, RETRY_AFTER_SECS};
+pub use limits::{MemoryBudget, RunLimits, RunSlot, RunSlots};
+pub use run::{Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES};
 
 /// "2026-01-22T10:30:00.123Z" for now.
 pub fn now_rfc3339() -> String {

@@ -12,6 +12,7 @@ use app::protocol::{
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
+use super::MemoryBudget;
 use crate::sanitize::{sanitize_event, MAX_EVENT_BYTES};
 
 /// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
@@ -48,6 +49,17 @@ pub struct Run {
     cancel_request: Mutex<Option<(CancelledBy, String)>>,
     /// Wakes the checkpointer early (after a `tool_result`).
     checkpoint_now: Arc<Notify>,
+    /// Every event's bytes are charged here, and released when the run is dropped.
+    budget: Arc<MemoryBudget>,
+}
+
+/// Why a run's log took no more events.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Overflow {
+    /// This run's log reached [`MAX_RUN_LOG_BYTES`].
+    RunTooLarge,
+    /// All runs in memory together reached the server's memory budget.
+    MemoryExhausted,
 }
 
 #[derive(Default)]
@@ -58,7 +70,7 @@ struct Log {
     reducer: Reducer,
     /// Set once the terminal event is stamped; later emits are dropped.
     closed: bool,
-    overflowed: bool,
+    overflowed: Option<Overflow>,
     running_tools: HashMap<String, Instant>,
     /// Start order of tools, so cancelled results come out in the order the calls began.
     tool_order: Vec<String>,
@@ -75,6 +87,7 @@ impl Run {
         model: String,
         started_ts: String,
         checkpoint_now: Arc<Notify>,
+        budget: Arc<MemoryBudget>,
     ) -> Arc<Self> {
         Arc::new(Run {
             run_id,
@@ -90,6 +103,7 @@ impl Run {
             cancel: CancellationToken::new(),
             cancel_request: Mutex::new(None),
             checkpoint_now,
+            budget,
         })
     }
 
@@ -132,9 +146,11 @@ impl Run {
             shrink_to_cap(&mut event.kind, json.len());
             json = serde_json::to_string(&event).ok()?;
         }
-        if log.bytes + json.len() > MAX_RUN_LOG_BYTES && !event.kind.is_terminal() {
-            if !log.overflowed {
-                log.overflowed = true;
+        if event.kind.is_terminal() {
+            self.budget.charge(json.len());
+        } else if let Some(overflow) = self.over_limit(log, json.len()) {
+            if log.overflowed.is_none() {
+                log.overflowed = Some(overflow);
                 self.cancel.cancel();
             }
             return None;
@@ -153,6 +169,17 @@ impl Run {
         log.bytes += json.len();
         log.events.push(Arc::from(json));
         Some(seq)
+    }
+
+    /// Which limit `bytes` more would pass; otherwise they are charged to the memory budget.
+    fn over_limit(&self, log: &Log, bytes: usize) -> Option<Overflow> {
+        if log.bytes + bytes > MAX_RUN_LOG_BYTES {
+            Some(Overflow::RunTooLarge)
+        } else if !self.budget.try_charge(bytes) {
+            Some(Overflow::MemoryExhausted)
+        } else {
+            None
+        }
     }
 
     /// Ends the log: a `cancelled` result for every tool still running, then the terminal event
@@ -277,7 +304,7 @@ impl Run {
         self.log().closed
     }
 
-    pub fn overflowed(&self) -> bool {
+    pub fn overflowed(&self) -> Option<Overflow> {
         self.log().overflowed
     }
 
@@ -318,6 +345,13 @@ impl Run {
     /// The message as the events so far build it.
     pub fn message(&self) -> Option<Message> {
         self.log().reducer.message().cloned()
+    }
+}
+
+impl Drop for Run {
+    fn drop(&mut self) {
+        let bytes = self.log().bytes;
+        self.budget.release(bytes);
     }
 }
 
@@ -374,6 +408,7 @@ mod tests {
             "demo".into(),
             "2026-01-01T00:00:00.000Z".into(),
             Arc::new(Notify::new()),
+            MemoryBudget::new(usize::MAX),
         );
         let done = AtomicBool::new(false);
         let backwards = std::thread::scope(|scope| {

@@ -1,7 +1,7 @@
 //! A real server on a real socket, and a real SSE client, for integration tests.
 #![allow(dead_code)]
 
-use std::{path::PathBuf, sync::Arc, time::Duration};
+use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
 use app::protocol::{Event, EventKind};
 use futures::StreamExt;
@@ -324,4 +324,65 @@ pub fn assert_invariants(events: &[Event]) {
 
 pub fn db_path(dir: &TempDir) -> PathBuf {
     dir.path().join("data/glassbox.db")
+}
+
+// The real binary, for what only `glassbox::run` sets up (signals, connection limits).
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("free port")
+}
+
+pub async fn get_json_at(client: &reqwest::Client, url: String) -> Value {
+    client
+        .get(url)
+        .send()
+        .await
+        .expect("GET")
+        .json()
+        .await
+        .expect("JSON")
+}
+
+pub async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
+    spawn_binary_with(dir, port, &[]).await
+}
+
+pub async fn spawn_binary_with(
+    dir: &tempfile::TempDir,
+    port: u16,
+    extra: &[&str],
+) -> tokio::process::Child {
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(extra)
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .arg("--site-root")
+        .arg(dir.path().join("site"))
+        .arg("--workspace")
+        .arg(dir.path().join("workspace"))
+        .arg("--scenarios-dir")
+        .arg(dir.path().join("scenarios"))
+        .arg("--enable-test-tools")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start glassbox");
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client
+            .get(format!("http://127.0.0.1:{port}/healthz"))
+            .send()
+            .await
+            .is_ok()
+        {
+            return child;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("glassbox did not start");
 }
