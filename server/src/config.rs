@@ -62,6 +62,21 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_RUN_MEMORY_MIB", default_value_t = 1024)]
     pub run_memory_mib: usize,
 
+    /// Connections open at once; past it the server stops accepting until one closes. Lowered
+    /// to what the open-files limit allows.
+    #[arg(long, env = "GLASSBOX_MAX_CONNECTIONS", default_value_t = 10_000)]
+    pub max_connections: usize,
+
+    /// A connection that does not send a whole request head within this many seconds (idle
+    /// keep-alive connections included) is closed.
+    #[arg(long, env = "GLASSBOX_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
+    pub header_read_timeout_secs: u64,
+
+    /// On SIGTERM or Ctrl-C: seconds for runs to end and store, then as many for open connections
+    /// to finish; then the server exits whatever clients hold open.
+    #[arg(long, env = "GLASSBOX_SHUTDOWN_DRAIN_SECS", default_value_t = 3)]
+    pub shutdown_drain_secs: u64,
+
     /// The model a new conversation uses when the request names none.
     #[arg(long, env = "GLASSBOX_DEFAULT_MODEL", default_value = "demo")]
     pub default_model: String,
@@ -81,6 +96,21 @@ impl Config {
             max_running: self.max_runs.max(1),
             memory_budget: self.run_memory_mib.max(1).saturating_mul(1024 * 1024),
         }
+    }
+
+    /// The connection limits, the cap lowered to fit the open-files limit `open_files`.
+    pub fn connection_limits(&self, open_files: u64) -> crate::http::serve::ConnectionLimits {
+        // Room for the database, the site's files, tools and the listener.
+        let room = open_files.saturating_sub(256).max(16);
+        crate::http::serve::ConnectionLimits {
+            max_connections: self.max_connections.clamp(1, room as usize),
+            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
+            drain: self.shutdown_drain(),
+        }
+    }
+
+    pub fn shutdown_drain(&self) -> Duration {
+        Duration::from_secs(self.shutdown_drain_secs.max(1))
     }
 
     pub fn database_url(&self) -> String {

@@ -15,7 +15,6 @@ pub mod tools;
 
 use std::{path::PathBuf, sync::Arc};
 
-use axum::serve::ListenerExt;
 use leptos::config::{Env, LeptosOptions};
 
 use crate::{
@@ -132,32 +131,57 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.addr))?;
-    // Events are small writes that must leave at once: without TCP_NODELAY, Nagle's algorithm
-    // holds a write back until the previous one is acknowledged, and delayed ACKs make that 40 ms.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(error) = tcp.set_nodelay(true) {
-            tracing::debug!(%error, "cannot set TCP_NODELAY");
-        }
-    });
+    let limits = config.connection_limits(raise_open_files_limit());
     tracing::info!(
         url = %format!("http://{}", config.addr),
         database = %config.database_url(),
         site_root = %site_root.display(),
         workspace = %config.workspace.display(),
+        max_connections = limits.max_connections,
         "Glassbox is listening"
     );
     let engine = server.engine.clone();
-    axum::serve(listener, server.router)
-        .with_graceful_shutdown(async move {
-            shutdown_signal().await;
-            tracing::info!("shutting down: stopping runs");
-            engine.shutdown().await;
-        })
-        .await
-        .map_err(|error| format!("the server failed: {error}"))?;
+    let drain = config.shutdown_drain();
+    http::serve::serve(listener, server.router, limits, async move {
+        shutdown_signal().await;
+        tracing::info!("shutting down: stopping runs");
+        engine.shutdown(drain).await;
+    })
+    .await;
     server.store.close().await;
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Raises the soft open-files limit to the hard one (each connection is a file) and returns it.
+fn raise_open_files_limit() -> u64 {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
+                return 1024;
+            }
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
+                    limit = raised;
+                }
+            }
+        }
+        limit.rlim_cur
+    }
+    #[cfg(not(unix))]
+    {
+        u64::MAX
+    }
 }
 
 async fn shutdown_signal() {

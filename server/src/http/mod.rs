@@ -5,6 +5,7 @@ mod chat;
 mod extract;
 mod health;
 mod read;
+pub mod serve;
 mod sse;
 
 use std::sync::Arc;

@@ -399,8 +399,10 @@ impl Engine {
         Ok(run)
     }
 
-    /// Cancels every run (`cancelled_by: shutdown`) and waits for their traces to close.
-    pub async fn shutdown(&self) {
+    /// Cancels every run (`cancelled_by: shutdown`) and waits, at most `deadline` in all, for
+    /// their traces to close. A run that cannot be stored by then stays `running` in the database
+    /// and is marked interrupted, with its checkpointed events, at the next start.
+    pub async fn shutdown(&self, deadline: Duration) {
         let running: Vec<Arc<Run>> = self
             .runs()
             .values()
@@ -413,13 +415,14 @@ impl Engine {
                 "The server is shutting down.".to_owned(),
             );
         }
-        for run in running {
-            let mut published = run.subscribe();
-            let _ = tokio::time::timeout(
-                Duration::from_secs(10),
-                published.wait_for(|state| state.finished),
-            )
-            .await;
+        let ended = futures::future::join_all(running.iter().map(|run| async move {
+            let _ = run.subscribe().wait_for(|state| state.finished).await;
+        }));
+        if tokio::time::timeout(deadline, ended).await.is_err() {
+            tracing::warn!(
+                deadline_secs = deadline.as_secs(),
+                "some runs did not end in time; they will be marked interrupted at the next start"
+            );
         }
         self.checkpointer_stop.cancel();
         self.tasks.close();

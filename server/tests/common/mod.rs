@@ -149,7 +149,7 @@ impl TestServer {
     }
 
     pub async fn stop(self) {
-        self.engine.shutdown().await;
+        self.engine.shutdown(Duration::from_secs(10)).await;
         self.task.abort();
         self.store.close().await;
     }
