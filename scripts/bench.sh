@@ -23,6 +23,13 @@ if run streams; then
   # 100,000 events/s: beyond what 2 cores carry with the generator beside the server.
   loadgen streams --streams 5000 --rate 20 --seconds 10 || log "5,000 streams x 20 events/s did not complete"
 fi
+if run burst; then
+  log "bursts of new runs (250 deltas at 50/s each): 1,000 over 1 s and 3,000 over 3 s, three times each"
+  for _ in 1 2 3; do loadgen burst --runs 1000 --over 1; done
+  for _ in 1 2 3; do loadgen burst --runs 3000 --over 3 || log "3,000 over 3 s did not complete"; done
+  log "steady streams at 50 events/s: 1,000 and 3,000"
+  loadgen streams --streams 1000,3000 --rate 50 --seconds 10 || log "3,000 x 50 events/s did not complete"
+fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"
   loadgen cancel --trials 100

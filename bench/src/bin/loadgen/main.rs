@@ -2,6 +2,7 @@
 //! through real HTTP and SSE. Each subcommand prints its figures; docs/benchmarks.md records them
 //! with the command that produced them.
 
+mod burst;
 mod cancel;
 mod client;
 mod crash;
@@ -40,6 +41,21 @@ enum Command {
         /// Length of the measured window.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+    },
+    /// New runs started in a burst: time to the first event, then per-event latency.
+    Burst {
+        /// Runs to start.
+        #[arg(long, default_value_t = 1000)]
+        runs: usize,
+        /// Seconds over which they start, evenly spread.
+        #[arg(long, default_value_t = 1.0)]
+        over: f64,
+        /// Text deltas per run.
+        #[arg(long, default_value_t = 250)]
+        deltas: u32,
+        /// Deltas per second per run.
+        #[arg(long, default_value_t = 50)]
+        rate: u32,
     },
     /// Time from a cancel request to `message_cancelled` at the client.
     Cancel {
@@ -136,6 +152,12 @@ fn main() -> std::process::ExitCode {
                 }
                 Ok(())
             }
+            Command::Burst {
+                runs,
+                over,
+                deltas,
+                rate,
+            } => burst::run(&env, runs, over, deltas, rate).await,
             Command::Cancel { trials, background } => cancel::run(&env, trials, background).await,
             Command::Resume { events, repeat } => resume::run(&env, events, repeat).await,
             Command::Crash { trials } => crash::run(&env, trials).await,

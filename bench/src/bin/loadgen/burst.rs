@@ -1,0 +1,135 @@
+//! Runs started in a burst, as users start them: `runs` new runs spread evenly over `over`
+//! seconds, each streaming `deltas` clock-stamped text deltas at `rate` per second, each read to
+//! its end. Measures what a user feels: the time from sending the request to the first event, and
+//! the latency of every delta after it.
+
+use std::time::Duration;
+
+use glassbox_bench::summary;
+use serde_json::json;
+
+use crate::{
+    client::{clock_stamp, event_type, unix_micros, RunStream},
+    server::ServerProcess,
+    Env,
+};
+
+const SCENARIO: &str = "burst";
+
+#[derive(Default)]
+struct Outcome {
+    first_event_us: Option<u64>,
+    latencies_us: Vec<u64>,
+    events: u64,
+    error: Option<String>,
+}
+
+async fn one_run(client: reqwest::Client, base: String, start_at: tokio::time::Instant) -> Outcome {
+    tokio::time::sleep_until(start_at).await;
+    let mut outcome = Outcome::default();
+    let sent = unix_micros();
+    let mut stream = match RunStream::start(&client, &base, &format!("scenario:{SCENARIO}")).await {
+        Ok(stream) => stream,
+        Err(error) => {
+            outcome.error = Some(error);
+            return outcome;
+        }
+    };
+    let mut ended = false;
+    while let Some((received, events)) = stream.next_chunk().await {
+        outcome
+            .first_event_us
+            .get_or_insert(received.saturating_sub(sent));
+        for event in &events {
+            outcome.events += 1;
+            match event_type(event) {
+                Some("text_delta") => {
+                    if let Some(stamp) = clock_stamp(event) {
+                        outcome.latencies_us.push(received.saturating_sub(stamp));
+                    }
+                }
+                Some("message_final") => ended = true,
+                _ => {}
+            }
+        }
+    }
+    if !ended {
+        outcome.error = Some("the stream ended without message_final".into());
+    }
+    outcome
+}
+
+pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> Result<(), String> {
+    let scenario = json!({
+        "delta_interval_ms": 1000 / rate.max(1),
+        "steps": [{ "clock_text": deltas }]
+    });
+    let server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
+    let client = crate::streams::client()?;
+    let began = tokio::time::Instant::now() + Duration::from_millis(100);
+    let spacing = Duration::from_secs_f64(over.max(0.0) / runs.max(1) as f64);
+    let wall = std::time::Instant::now();
+    let tasks: Vec<_> = (0..runs)
+        .map(|index| {
+            tokio::spawn(one_run(
+                client.clone(),
+                server.base.clone(),
+                began + spacing * index as u32,
+            ))
+        })
+        .collect();
+    let (mut first, mut latencies, mut events, mut errors) =
+        (Vec::new(), Vec::new(), 0, Vec::new());
+    for task in tasks {
+        match task.await {
+            Ok(outcome) => {
+                first.extend(outcome.first_event_us);
+                latencies.extend(outcome.latencies_us);
+                events += outcome.events;
+                errors.extend(outcome.error);
+            }
+            Err(error) => errors.push(error.to_string()),
+        }
+    }
+    let elapsed = wall.elapsed().as_secs_f64();
+    let peak = server.usage();
+    drop(server);
+    let ms = |us: u64| us as f64 / 1000.0;
+    let (first_p50, first_p99, first_max) = summary(&mut first);
+    let (p50, p99, max) = summary(&mut latencies);
+    println!(
+        "burst: {runs} runs started over {over} s, {deltas} deltas each at {rate}/s; {events} events in {elapsed:.1} s"
+    );
+    println!(
+        "first event (request sent -> first event read): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
+        ms(first_p50),
+        ms(first_p99),
+        ms(first_max)
+    );
+    println!(
+        "per-event latency (emit -> client read), {} samples: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+        latencies.len(),
+        ms(p50),
+        ms(p99),
+        ms(max)
+    );
+    println!(
+        "server RSS at the end: {:.1} MiB",
+        peak.rss_bytes as f64 / 1048576.0
+    );
+    println!(
+        "| {runs} over {over} s | {:.1} / {:.1} | {:.3} / {:.3} | {} |",
+        ms(first_p50),
+        ms(first_p99),
+        ms(p50),
+        ms(p99),
+        errors.len()
+    );
+    if let Some(error) = errors.first() {
+        return Err(format!("{} runs failed (first: {error})", errors.len()));
+    }
+    if first.len() != runs {
+        return Err(format!("only {} of {runs} runs sent an event", first.len()));
+    }
+    Ok(())
+}
