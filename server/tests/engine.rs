@@ -703,9 +703,11 @@ async fn other_owners_conversations_and_traces_are_not_found() {
         .to_owned();
     let trace_id = started["trace_id"].as_str().expect("trace").to_owned();
 
-    sqlx::query("UPDATE conversations SET owner_id = 'someone-else' WHERE id = ?")
-        .bind(&conversation_id)
-        .execute(server.store.pool())
+    server
+        .store
+        .execute_as_writer(format!(
+            "UPDATE conversations SET owner_id = 'someone-else' WHERE id = '{conversation_id}'"
+        ))
         .await
         .expect("re-own");
     for path in [

@@ -135,9 +135,11 @@ async fn exports_of_other_owners_and_unknown_ids_are_not_found() {
         "no model turns and no tools: an empty list"
     );
 
-    sqlx::query("UPDATE conversations SET owner_id = 'someone-else' WHERE id = ?")
-        .bind(&conversation_id)
-        .execute(server.store.pool())
+    server
+        .store
+        .execute_as_writer(format!(
+            "UPDATE conversations SET owner_id = 'someone-else' WHERE id = '{conversation_id}'"
+        ))
         .await
         .expect("re-own");
     for path in paths.iter().chain([

@@ -85,3 +85,18 @@ async fn a_trace_that_cannot_be_stored_is_retried_and_health_says_why() {
     assert_eq!(status, 200, "healthy again once writes succeed");
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_pool_cannot_write_only_the_writer_can() {
+    let server = TestServer::start().await;
+    let refused = sqlx::query("CREATE TABLE sneaky (x)")
+        .execute(server.store.pool())
+        .await;
+    assert!(refused.is_err(), "a read connection wrote");
+    server
+        .store
+        .execute_as_writer("CREATE TABLE allowed (x)".into())
+        .await
+        .expect("the writer writes");
+    server.stop().await;
+}

@@ -1,5 +1,5 @@
-//! The SQLite backend: one file, WAL journal, foreign keys on. Reads go through a pool and never
-//! wait for writes (WAL); every write is a job of the one [`Writer`].
+//! The SQLite backend: one file, WAL journal, foreign keys on. Reads go through a read-only pool
+//! and never wait for writes (WAL); every write is a job of the one [`Writer`].
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
@@ -47,12 +47,20 @@ impl Store {
             .synchronous(SqliteSynchronous::Normal)
             .busy_timeout(Duration::from_secs(10))
             .foreign_keys(true);
+        {
+            let migrations = SqlitePoolOptions::new()
+                .max_connections(1)
+                .connect_with(options.clone())
+                .await?;
+            sqlx::migrate!("../migrations").run(&migrations).await?;
+            migrations.close().await;
+        }
+        let writer = Writer::start(options.clone()).await?;
+        // Opened read-only: no path but the writer can write.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options.clone())
+            .connect_with(options.read_only(true))
             .await?;
-        sqlx::migrate!("../migrations").run(&pool).await?;
-        let writer = Writer::start(options).await?;
         Ok(Store { pool, writer })
     }
 
@@ -74,16 +82,9 @@ impl Store {
 
     /// Caps the database's size in pages, as a full disk would: for tests of failing writes.
     pub async fn set_max_page_count(&self, pages: u64) -> Result<()> {
-        self.writer
-            .write(move |connection| {
-                Box::pin(async move {
-                    sqlx::query(&format!("PRAGMA max_page_count = {pages}"))
-                        .execute(&mut *connection)
-                        .await?;
-                    Ok(())
-                })
-            })
+        self.execute_as_writer(format!("PRAGMA max_page_count = {pages}"))
             .await
+            .map(drop)
     }
 
     /// Stores the user's message, creates the conversation when absent, and opens the run's trace
@@ -396,9 +397,22 @@ impl Store {
         }))
     }
 
-    /// For tests and tools that need to reach the database directly.
+    /// The read-only pool, for tests and tools that read the database directly.
     pub fn pool(&self) -> &SqlitePool {
         &self.pool
+    }
+
+    /// Runs one SQL statement through the writer: for tests that change rows on purpose and
+    /// for maintenance (`PRAGMA wal_checkpoint`).
+    pub async fn execute_as_writer(&self, sql: String) -> Result<u64> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    let done = sqlx::query(&sql).execute(&mut *connection).await?;
+                    Ok(done.rows_affected())
+                })
+            })
+            .await
     }
 }
 
