@@ -121,8 +121,9 @@ ensure_browser_tools() {
 build_site() {
   ensure_wasm_opt
   if [ -n "$WASM_OPT_READY" ]; then
-    log "cargo leptos build --release"
-    cargo leptos build --release
+    # --precompress writes .br and .gz beside each asset; the server picks one per Accept-Encoding.
+    log "cargo leptos build --release --precompress"
+    cargo leptos build --release --precompress
     GLASSBOX_BIN="$PWD/target/release/glassbox"
   else
     log "wasm-opt not found (no npm?): building the debug profile instead of release"

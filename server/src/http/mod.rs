@@ -7,6 +7,7 @@ mod health;
 mod read;
 pub mod serve;
 mod sse;
+mod static_files;
 
 use std::sync::Arc;
 
@@ -60,6 +61,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))
         .route("/healthz", get(health::health))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
+    let pkg = static_files::pkg_service(&options);
     api.leptos_routes_with_context(&state, routes, context.clone(), {
         let options = options.clone();
         move || app::shell(options.clone())
@@ -68,6 +70,8 @@ pub fn router(state: AppState) -> Router {
         AppState,
         _,
     >(context, app::shell))
+    .layer(static_files::revalidate_by_default())
+    .nest_service("/pkg", pkg)
     .with_state(state)
 }
 
