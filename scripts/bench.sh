@@ -57,7 +57,8 @@ if run browser; then
 fi
 if run bundle; then
   log "bundle sizes (raw, gzip -9, brotli 11)"
-  for file in target/site/pkg/glassbox.wasm target/site/pkg/glassbox.js target/site/pkg/glassbox.css; do
+  # Names carry a content hash (glassbox.<hash>.wasm); the .br and .gz beside them are skipped.
+  for file in target/site/pkg/glassbox*.wasm target/site/pkg/glassbox*.js target/site/pkg/glassbox*.css; do
     node -e '
       const fs = require("fs"), zlib = require("zlib");
       const bytes = fs.readFileSync(process.argv[1]);

@@ -10,7 +10,7 @@ pub mod protocol;
 pub mod settings;
 
 use leptos::prelude::*;
-use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
+use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
     path, SsrMode,
@@ -26,6 +26,8 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <meta name="viewport" content="width=device-width, initial-scale=1" />
                 <meta name="color-scheme" content="light dark" />
                 <link rel="icon" type="image/svg+xml" href="/favicon.svg" />
+                // Named after its content when the build hashes file names (see server/src/site.rs).
+                <HashedStylesheet id="glassbox" options=options.clone() />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
                 <MetaTags />
@@ -43,7 +45,6 @@ pub fn App() -> impl IntoView {
     settings::provide_settings();
     mark_hydrated();
     view! {
-        <Stylesheet id="glassbox" href="/pkg/glassbox.css" />
         <Title text="Glassbox" />
         <Router>
             <Routes fallback=pages::NotFound>

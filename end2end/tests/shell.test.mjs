@@ -18,6 +18,23 @@ after(async () => {
   await server?.stop();
 });
 
+test('the bundle is content-hashed, precompressed and cached for a year; pages revalidate', async () => {
+  const page = await fetch(server.url);
+  assert.equal(page.headers.get('cache-control'), 'no-cache');
+  const html = await page.text();
+  const names = [...html.matchAll(/\/pkg\/glassbox\.[\w-]+\.(?:js|wasm|css)/g)].map((m) => m[0]);
+  assert.equal(new Set(names.map((n) => n.split('.').pop())).size, 3, `js, wasm and css: ${names}`);
+  for (const [encoding, expected] of [['br', 'br'], ['gzip', 'gzip']]) {
+    for (const name of new Set(names)) {
+      const asset = await fetch(new URL(name, server.url), { headers: { 'accept-encoding': encoding } });
+      assert.equal(asset.status, 200, name);
+      assert.equal(asset.headers.get('content-encoding'), expected, `${name} as ${encoding}`);
+      assert.equal(asset.headers.get('cache-control'), 'public, max-age=31536000, immutable', name);
+      await asset.arrayBuffer();
+    }
+  }
+});
+
 test('the first page is server-rendered with the sidebar, message list and composer', async () => {
   const response = await fetch(server.url);
   assert.equal(response.status, 200);
@@ -26,7 +43,7 @@ test('the first page is server-rendered with the sidebar, message list and compo
   assert.match(html, /No conversations yet/);
   assert.match(html, /<textarea[^>]*aria-label="Message"/);
   assert.match(html, /<button[^>]*disabled[^>]*class="send"|<button[^>]*class="send"[^>]*disabled/);
-  assert.match(html, /\/pkg\/glassbox\.js/);
+  assert.match(html, /\/pkg\/glassbox\.[\w-]+\.js/, "the hydration bundle, named after its content");
 });
 
 test('the page hydrates: typing enables Send without a reload, and the console stays clean', async () => {

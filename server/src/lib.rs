@@ -10,8 +10,11 @@ pub mod http;
 pub mod providers;
 pub mod runs;
 pub mod sanitize;
+pub mod site;
 pub mod store;
 pub mod tools;
+
+pub use site::BUNDLE_FILE;
 
 use std::{path::PathBuf, sync::Arc};
 
@@ -26,9 +29,6 @@ use crate::{
     tools::{ToolRegistry, Workspace},
 };
 
-/// The file whose presence proves the site was built.
-pub const BUNDLE_FILE: &str = "pkg/glassbox.js";
-
 /// A built server, not yet listening.
 pub struct Server {
     pub router: axum::Router,
@@ -41,7 +41,7 @@ pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
     let candidates = config.site_root_candidates();
     if let Some(root) = candidates
         .iter()
-        .find(|root| root.join(BUNDLE_FILE).is_file())
+        .find(|root| site::bundle_in(root).is_some())
     {
         return Ok(root.clone());
     }
@@ -105,17 +105,20 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         Ok("DEV") | Ok("dev") | Ok("development") => Env::DEV,
         _ => Env::PROD,
     };
+    let bundle = site::bundle_in(&site_root).unwrap_or_default();
     let leptos_options = LeptosOptions::builder()
         .output_name("glassbox")
         .site_root(site_root.to_string_lossy().into_owned())
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .env(env)
+        .hash_files(bundle.hashed)
         .build();
     let router = http::router(AppState {
         leptos_options,
         engine: engine.clone(),
         store: store.clone(),
+        immutable_assets: Arc::new(bundle.immutable),
     });
     Ok(Server {
         router,

@@ -33,6 +33,8 @@ pub struct AppState {
     pub leptos_options: LeptosOptions,
     pub engine: Arc<Engine>,
     pub store: Store,
+    /// Content-hashed file names under `/pkg`, cached as immutable.
+    pub immutable_assets: Arc<std::collections::HashSet<String>>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -61,7 +63,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))
         .route("/healthz", get(health::health))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
-    let pkg = static_files::pkg_service(&options);
+    let pkg = static_files::pkg_router(&options, state.immutable_assets.clone());
     api.leptos_routes_with_context(&state, routes, context.clone(), {
         let options = options.clone();
         move || app::shell(options.clone())

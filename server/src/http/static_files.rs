@@ -1,27 +1,54 @@
 //! The built site's assets under `/pkg` (the wasm, its JS glue, the CSS): served from the files
 //! `cargo leptos build --release --precompress` wrote, brotli or gzip as the browser accepts,
-//! never compressed per request. Their names are not content-hashed yet, so a browser keeps them
-//! but revalidates on each visit (`no-cache`; an unchanged file answers 304 from its
-//! Last-Modified date). Pages and API answers get `no-cache` too unless they set their own.
+//! never compressed per request. Content-hashed names (see [`crate::site`]) are cached for a year
+//! as immutable; any other file is kept but revalidated on each visit (`no-cache`; an unchanged
+//! file answers 304 from its Last-Modified date). Pages and API answers get `no-cache` too unless
+//! they set their own.
 
-use std::path::PathBuf;
+use std::{collections::HashSet, path::PathBuf, sync::Arc};
 
-use axum::http::{header, HeaderValue};
-use leptos::prelude::LeptosOptions;
-use tower::Layer;
-use tower_http::{
-    services::ServeDir,
-    set_header::{SetResponseHeader, SetResponseHeaderLayer},
+use axum::{
+    extract::{Request, State},
+    http::{header, HeaderValue},
+    middleware::{self, Next},
+    response::Response,
+    Router,
 };
+use leptos::prelude::LeptosOptions;
+use tower_http::{services::ServeDir, set_header::SetResponseHeaderLayer};
 
-/// What every answer without its own Cache-Control gets.
 const REVALIDATE: HeaderValue = HeaderValue::from_static("no-cache");
+const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
 
 /// `/pkg/*` from `<site root>/pkg`, precompressed variants first.
-pub fn pkg_service(options: &LeptosOptions) -> SetResponseHeader<ServeDir, HeaderValue> {
+pub fn pkg_router(options: &LeptosOptions, immutable: Arc<HashSet<String>>) -> Router {
     let dir = PathBuf::from(options.site_root.as_ref()).join(options.site_pkg_dir.as_ref());
     let files = ServeDir::new(dir).precompressed_br().precompressed_gzip();
-    SetResponseHeaderLayer::overriding(header::CACHE_CONTROL, REVALIDATE).layer(files)
+    Router::new()
+        .fallback_service(files)
+        .layer(middleware::from_fn_with_state(immutable, cache_policy))
+}
+
+async fn cache_policy(
+    State(immutable): State<Arc<HashSet<String>>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let name = request
+        .uri()
+        .path()
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_owned();
+    let mut response = next.run(request).await;
+    let policy = if response.status().is_success() && immutable.contains(&name) {
+        IMMUTABLE
+    } else {
+        REVALIDATE
+    };
+    response.headers_mut().insert(header::CACHE_CONTROL, policy);
+    response
 }
 
 /// `Cache-Control: no-cache` on answers that set none (pages, API).
