@@ -56,6 +56,8 @@ if run browser; then
   (cd end2end && npm run bench)
 fi
 if run bundle; then
+  log "bytes of a first and a second visit, from Chromium's network log"
+  (cd end2end && npm run -s bench:transfer)
   log "bundle sizes (raw, gzip -9, brotli 11)"
   # Names carry a content hash (glassbox.<hash>.wasm); the .br and .gz beside them are skipped.
   for file in target/site/pkg/glassbox*.wasm target/site/pkg/glassbox*.js target/site/pkg/glassbox*.css; do
