@@ -158,33 +158,10 @@ pub async fn run(config: Config) -> Result<(), String> {
 
 /// Raises the soft open-files limit to the hard one (each connection is a file) and returns it.
 fn raise_open_files_limit() -> u64 {
-    #[cfg(unix)]
-    {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
-        unsafe {
-            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) != 0 {
-                return 1024;
-            }
-            if limit.rlim_cur < limit.rlim_max {
-                let raised = libc::rlimit {
-                    rlim_cur: limit.rlim_max,
-                    rlim_max: limit.rlim_max,
-                };
-                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) == 0 {
-                    limit = raised;
-                }
-            }
-        }
-        limit.rlim_cur
-    }
-    #[cfg(not(unix))]
-    {
-        u64::MAX
-    }
+    rlimit::increase_nofile_limit(u64::MAX).unwrap_or_else(|error| {
+        tracing::warn!(%error, "cannot read the open-files limit; assuming 1024");
+        1024
+    })
 }
 
 async fn shutdown_signal() {

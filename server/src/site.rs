@@ -25,21 +25,18 @@ pub struct Bundle {
 /// The bundle in `root`, or `None` when it holds no built JS.
 pub fn bundle_in(root: &Path) -> Option<Bundle> {
     if let Some(hashes) = read_hashes() {
-        let names: HashSet<String> = [("js", "js"), ("wasm", "wasm"), ("css", "css")]
-            .iter()
-            .filter_map(|(key, extension)| {
-                hashes
-                    .get(*key)
-                    .map(|hash| format!("{OUTPUT_NAME}.{hash}.{extension}"))
-            })
-            .collect();
-        let js = hashes
-            .get("js")
-            .map(|hash| format!("{OUTPUT_NAME}.{hash}.js"));
-        if js.is_some_and(|js| root.join("pkg").join(js).is_file()) {
+        let hashed = |extension: &str| {
+            hashes
+                .get(extension)
+                .map(|hash| format!("{OUTPUT_NAME}.{hash}.{extension}"))
+        };
+        if hashed("js").is_some_and(|js| root.join("pkg").join(js).is_file()) {
             return Some(Bundle {
                 hashed: true,
-                immutable: names,
+                immutable: ["js", "wasm", "css"]
+                    .into_iter()
+                    .filter_map(hashed)
+                    .collect(),
             });
         }
     }

@@ -8,6 +8,17 @@ fn header<'a>(response: &'a reqwest::Response, name: &str) -> Option<&'a str> {
     response.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
+/// `GET url` with one request header.
+async fn get_with(server: &TestServer, url: &str, name: &str, value: &str) -> reqwest::Response {
+    server
+        .client
+        .get(url)
+        .header(name, value)
+        .send()
+        .await
+        .expect("GET")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched() {
     let dir = test_dir();
@@ -26,13 +37,7 @@ async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched
         ("gzip, deflate", Some("gzip"), "gzip wasm"),
         ("identity", None, "raw wasm"),
     ] {
-        let response = server
-            .client
-            .get(&url)
-            .header("accept-encoding", accept)
-            .send()
-            .await
-            .expect("GET");
+        let response = get_with(&server, &url, "accept-encoding", accept).await;
         assert_eq!(response.status(), 200, "{accept}");
         assert_eq!(header(&response, "content-encoding"), encoding, "{accept}");
         assert_eq!(header(&response, "cache-control"), Some("no-cache"));
@@ -43,13 +48,7 @@ async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched
     let modified = header(&first, "last-modified")
         .expect("Last-Modified")
         .to_owned();
-    let again = server
-        .client
-        .get(&url)
-        .header("if-modified-since", modified)
-        .send()
-        .await
-        .expect("GET");
+    let again = get_with(&server, &url, "if-modified-since", &modified).await;
     assert_eq!(again.status(), 304, "an unchanged asset is not sent again");
 
     let page = server

@@ -30,9 +30,8 @@ async fn closed_within(socket: &mut TcpStream, limit: Duration) -> Option<Durati
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_sends_no_whole_request_head_is_closed_after_the_header_timeout() {
     let dir = test_dir();
-    let port = free_port();
-    let _child = spawn_binary_with(&dir, port, &["--header-read-timeout-secs", "1"]).await;
-    let address = format!("127.0.0.1:{port}");
+    let binary = launch(&dir, &["--header-read-timeout-secs", "1"]).await;
+    let address = binary.address.clone();
     let mut idle = TcpStream::connect(&address).await.expect("connect");
     let mut partial = TcpStream::connect(&address).await.expect("connect");
     partial
@@ -57,14 +56,12 @@ async fn a_client_that_sends_no_whole_request_head_is_closed_after_the_header_ti
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn past_the_connection_cap_new_clients_wait_until_one_closes() {
     let dir = test_dir();
-    let port = free_port();
-    let _child = spawn_binary_with(
+    let binary = launch(
         &dir,
-        port,
         &["--max-connections", "4", "--header-read-timeout-secs", "30"],
     )
     .await;
-    let address = format!("127.0.0.1:{port}");
+    let address = binary.address.clone();
     tokio::time::sleep(Duration::from_millis(200)).await; // the start-up probe's socket closes
     let mut held = Vec::new();
     for _ in 0..4 {
@@ -102,9 +99,8 @@ async fn sigterm_ends_every_stream_and_exits_within_seconds_whatever_clients_hol
             {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
         ]}),
     );
-    let port = free_port();
-    let mut child = spawn_binary_with(&dir, port, &["--shutdown-drain-secs", "2"]).await;
-    let address = format!("127.0.0.1:{port}");
+    let mut binary = launch(&dir, &["--shutdown-drain-secs", "2"]).await;
+    let address = binary.address.clone();
     let client = reqwest::Client::new();
     let stream = client
         .post(format!("http://{address}/api/chat"))
@@ -125,7 +121,7 @@ async fn sigterm_ends_every_stream_and_exits_within_seconds_whatever_clients_hol
     tokio::time::sleep(Duration::from_millis(200)).await;
 
     let signalled = Instant::now();
-    let pid = child.id().expect("pid").to_string();
+    let pid = binary.child.id().expect("pid").to_string();
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
@@ -134,7 +130,7 @@ async fn sigterm_ends_every_stream_and_exits_within_seconds_whatever_clients_hol
     let terminal: Vec<_> = rest.iter().filter(|e| e.kind.is_terminal()).collect();
     assert_eq!(terminal.len(), 1, "exactly one terminal event");
     assert!(is_type(terminal[0], "message_cancelled"));
-    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(10), binary.child.wait())
         .await
         .expect("the server exits although clients hold connections open")
         .expect("status");

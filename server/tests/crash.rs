@@ -19,15 +19,12 @@ fn write_slow_scenario(dir: &tempfile::TempDir) {
     );
 }
 
-/// Starts a `scenario:slow` run and reads its stream until the tool call has started.
-async fn start_until_tool_call(
-    client: &reqwest::Client,
-    base: &str,
-) -> (Value, Vec<app::protocol::Event>) {
+/// Starts a run of `model` (JSON reply) and subscribes to its events.
+async fn start_and_follow(client: &reqwest::Client, base: &str, model: &str) -> (Value, SseStream) {
     let started: Value = client
         .post(format!("{base}/api/chat"))
         .header("accept", "application/json")
-        .json(&json!({"content": "crash me", "model": "scenario:slow"}))
+        .json(&json!({"content": "go", "model": model}))
         .send()
         .await
         .expect("POST")
@@ -40,7 +37,16 @@ async fn start_until_tool_call(
         .send()
         .await
         .expect("GET");
-    let seen = SseStream::new(response)
+    (started, SseStream::new(response))
+}
+
+/// Starts a `scenario:slow` run and reads its stream until the tool call has started.
+async fn start_until_tool_call(
+    client: &reqwest::Client,
+    base: &str,
+) -> (Value, Vec<app::protocol::Event>) {
+    let (started, mut stream) = start_and_follow(client, base, "scenario:slow").await;
+    let seen = stream
         .until(|event| is_type(event, "tool_call_started"))
         .await;
     (started, seen)
@@ -50,10 +56,9 @@ async fn start_until_tool_call(
 async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its_events_kept() {
     let dir = test_dir();
     write_slow_scenario(&dir);
-    let port = free_port();
-    let mut child = spawn_binary(&dir, port).await;
+    let mut binary = launch(&dir, &[]).await;
     let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
+    let base = binary.base.clone();
     // Two runs at once: the one checkpointer writes both in the same transactions.
     let mut runs = Vec::new();
     for _ in 0..2 {
@@ -62,12 +67,11 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     }
     // Wait past one checkpoint window (250 ms) so the events are on disk.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    child.start_kill().expect("SIGKILL");
-    let _ = child.wait().await;
+    binary.child.start_kill().expect("SIGKILL");
+    let _ = binary.child.wait().await;
 
-    let port = free_port();
-    let mut child = spawn_binary(&dir, port).await;
-    let base = format!("http://127.0.0.1:{port}");
+    let mut binary = launch(&dir, &[]).await;
+    let base = binary.base.clone();
     for (started, seen) in &runs {
         let trace = get_json_at(
             &client,
@@ -113,12 +117,12 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
     assert_eq!(text, "Before the crash.");
 
     // SIGTERM stops it gracefully.
-    let pid = child.id().expect("pid").to_string();
+    let pid = binary.child.id().expect("pid").to_string();
     std::process::Command::new("kill")
         .args(["-TERM", &pid])
         .status()
         .expect("kill -TERM");
-    let status = tokio::time::timeout(Duration::from_secs(15), child.wait())
+    let status = tokio::time::timeout(Duration::from_secs(15), binary.child.wait())
         .await
         .expect("stops on SIGTERM")
         .expect("status");
@@ -129,18 +133,17 @@ async fn a_run_left_running_by_a_crash_is_interrupted_at_the_next_start_with_its
 async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     let dir = test_dir();
     write_slow_scenario(&dir);
-    let port = free_port();
-    let mut child = spawn_binary(&dir, port).await;
+    let mut binary = launch(&dir, &[]).await;
     let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
+    let base = binary.base.clone();
     let mut trace_ids = Vec::new();
     for _ in 0..2 {
         let (started, _) = start_until_tool_call(&client, &base).await;
         trace_ids.push(started["trace_id"].as_str().expect("trace").to_owned());
     }
     tokio::time::sleep(Duration::from_millis(700)).await;
-    child.start_kill().expect("SIGKILL");
-    let _ = child.wait().await;
+    binary.child.start_kill().expect("SIGKILL");
+    let _ = binary.child.wait().await;
 
     // Damage the first run's checkpoint rows.
     let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db_path(&dir).display()))
@@ -155,9 +158,8 @@ async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     assert!(damaged.rows_affected() > 0, "the run was checkpointed");
     pool.close().await;
 
-    let port = free_port();
-    let _child = spawn_binary(&dir, port).await;
-    let base = format!("http://127.0.0.1:{port}");
+    let binary = launch(&dir, &[]).await;
+    let base = binary.base.clone();
     for trace_id in &trace_ids {
         let trace = get_json_at(&client, format!("{base}/api/traces/{trace_id}")).await;
         assert_eq!(trace["status"], "interrupted", "{trace_id}");
@@ -172,23 +174,11 @@ async fn run_to_end(
     base: &str,
     model: &str,
 ) -> Vec<app::protocol::Event> {
-    let started: Value = client
-        .post(format!("{base}/api/chat"))
-        .header("accept", "application/json")
-        .json(&json!({"content": "go", "model": model}))
-        .send()
+    start_and_follow(client, base, model)
         .await
-        .expect("POST")
-        .json()
+        .1
+        .collect()
         .await
-        .expect("JSON");
-    let run_id = started["run_id"].as_str().expect("run id");
-    let response = client
-        .get(format!("{base}/api/runs/{run_id}/events"))
-        .send()
-        .await
-        .expect("GET");
-    SseStream::new(response).collect().await
 }
 
 fn tool_errors(events: &[app::protocol::Event]) -> Vec<String> {
@@ -232,10 +222,9 @@ async fn tool_calls_stuck_in_io_neither_stop_checkpoints_nor_static_files_and_pi
         "stuck",
         json!({"delta_interval_ms": 0, "steps": [{"tool_calls": stuck}, {"text": "Gave up."}]}),
     );
-    let port = free_port();
-    let mut child = spawn_binary_with(&dir, port, &["--tool-timeout-secs", "1"]).await;
+    let mut binary = launch(&dir, &["--tool-timeout-secs", "1"]).await;
     let client = reqwest::Client::new();
-    let base = format!("http://127.0.0.1:{port}");
+    let base = binary.base.clone();
 
     // A pipe is refused at once, and a search walks past it.
     let events = tokio::time::timeout(
@@ -267,12 +256,11 @@ async fn tool_calls_stuck_in_io_neither_stop_checkpoints_nor_static_files_and_pi
     assert_eq!(asset.status(), 200);
     let (started, seen) = start_until_tool_call(&client, &base).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    child.start_kill().expect("SIGKILL");
-    let _ = child.wait().await;
+    binary.child.start_kill().expect("SIGKILL");
+    let _ = binary.child.wait().await;
 
-    let port = free_port();
-    let _child = spawn_binary(&dir, port).await;
-    let base = format!("http://127.0.0.1:{port}");
+    let binary = launch(&dir, &[]).await;
+    let base = binary.base.clone();
     let trace_id = started["trace_id"].as_str().expect("trace");
     let trace = get_json_at(&client, format!("{base}/api/traces/{trace_id}")).await;
     let stored: Vec<app::protocol::Event> =

@@ -761,13 +761,7 @@ async fn conversations_list_newest_first_and_health_reports_the_database() {
 async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
     let server = TestServer::start().await;
     server.scenario("short", json!({"steps": [{"text": "ok"}]}));
-    let response = server
-        .client
-        .post(server.url("/api/chat"))
-        .json(&json!({"content": "hi", "model": "scenario:short"}))
-        .send()
-        .await
-        .expect("POST");
+    let response = server.post_chat("scenario:short", "hi", false).await;
     let headers = response.headers().clone();
     assert_eq!(
         headers.get("cache-control").and_then(|v| v.to_str().ok()),
@@ -797,13 +791,7 @@ async fn huge_reasoning_stays_under_the_event_cap_and_extreme_numbers_are_kept_i
             {"text": "done"}
         ]}),
     );
-    let response = server
-        .client
-        .post(server.url("/api/chat"))
-        .json(&json!({"content": "go", "model": "scenario:extremes"}))
-        .send()
-        .await
-        .expect("POST");
+    let response = server.post_chat("scenario:extremes", "go", false).await;
     let body = response.text().await.expect("stream");
     let frames: Vec<&str> = body
         .lines()

@@ -14,28 +14,15 @@ fn sleeper() -> serde_json::Value {
     ]})
 }
 
-async fn post_chat(server: &TestServer, model: &str) -> reqwest::Response {
-    server
-        .client
-        .post(server.url("/api/chat"))
-        .header("accept", "application/json")
-        .json(&json!({"content": "go", "model": model}))
-        .send()
-        .await
-        .expect("POST")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_start_beyond_the_run_limit_answers_429_with_retry_after_and_stores_nothing() {
     let server = TestServer::start_with(test_dir(), |config| config.max_runs = 2).await;
     server.scenario("sleeper", sleeper());
     let mut started = Vec::new();
     for _ in 0..2 {
-        let response = post_chat(&server, "scenario:sleeper").await;
-        assert_eq!(response.status(), 201);
-        started.push(response.json::<serde_json::Value>().await.expect("JSON"));
+        started.push(server.start_run("scenario:sleeper", "go").await);
     }
-    let refused = post_chat(&server, "scenario:sleeper").await;
+    let refused = server.post_chat("scenario:sleeper", "go", true).await;
     assert_eq!(refused.status(), 429);
     assert_eq!(
         refused
@@ -63,7 +50,12 @@ async fn a_start_beyond_the_run_limit_answers_429_with_retry_after_and_stores_no
     assert_eq!(status, 200);
     let mut accepted = false;
     for _ in 0..50 {
-        if post_chat(&server, "scenario:sleeper").await.status() == 201 {
+        if server
+            .post_chat("scenario:sleeper", "go", true)
+            .await
+            .status()
+            == 201
+        {
             accepted = true;
             break;
         }

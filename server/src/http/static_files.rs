@@ -34,15 +34,14 @@ async fn cache_policy(
     request: Request,
     next: Next,
 ) -> Response {
-    let name = request
+    let hashed = request
         .uri()
         .path()
         .rsplit('/')
         .next()
-        .unwrap_or_default()
-        .to_owned();
+        .is_some_and(|name| immutable.contains(name));
     let mut response = next.run(request).await;
-    let policy = if response.status().is_success() && immutable.contains(&name) {
+    let policy = if hashed && response.status().is_success() {
         IMMUTABLE
     } else {
         REVALIDATE

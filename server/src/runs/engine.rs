@@ -8,12 +8,10 @@ use std::{
 
 use app::protocol::{CancelledBy, EventKind};
 use serde::{Deserialize, Serialize};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
-use super::{
-    new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits, RunSlot,
-    RunSlots,
-};
+use super::{new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits};
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
     error::{Error, Result},
@@ -63,7 +61,8 @@ pub struct Engine {
     tasks: TaskTracker,
     limits: RunLimits,
     budget: Arc<MemoryBudget>,
-    slots: RunSlots,
+    /// One permit per run going; `limits.max_running` in all.
+    slots: Arc<Semaphore>,
 }
 
 impl Engine {
@@ -93,7 +92,7 @@ impl Engine {
             tasks,
             limits,
             budget: MemoryBudget::new(limits.memory_budget),
-            slots: RunSlots::default(),
+            slots: Arc::new(Semaphore::new(limits.max_running)),
         })
     }
 
@@ -215,14 +214,14 @@ impl Engine {
     }
 
     /// One of the running slots, unless the server is at its run or memory limit (429).
-    fn take_slot(&self) -> Result<RunSlot> {
+    fn take_slot(&self) -> Result<OwnedSemaphorePermit> {
         if self.budget.used() >= self.budget.limit() {
             return Err(Error::TooBusy(format!(
                 "the server's memory for runs ({} MiB) is in use; try again in a few seconds",
                 self.budget.limit() >> 20
             )));
         }
-        self.slots.try_take(self.limits.max_running).ok_or_else(|| {
+        self.slots.clone().try_acquire_owned().map_err(|_| {
             Error::TooBusy(format!(
                 "the server is running as many runs as it allows ({}); try again in a few seconds",
                 self.limits.max_running
@@ -232,7 +231,8 @@ impl Engine {
 
     /// Runs going now, and bytes of event logs held in memory.
     pub fn load(&self) -> (usize, usize) {
-        (self.slots.running(), self.budget.used())
+        let running = self.limits.max_running - self.slots.available_permits();
+        (running, self.budget.used())
     }
 
     /// The run's own task: the agent races cancellation and the run timeout; then the trace closes.
@@ -241,7 +241,7 @@ impl Engine {
         self: Arc<Self>,
         context: RunContext,
         agent: Result<Arc<dyn Agent>>,
-        _slot: RunSlot,
+        _slot: OwnedSemaphorePermit,
     ) {
         let run = context.run.clone();
 
@@ -275,28 +275,7 @@ impl Engine {
                         code,
                         error: message,
                     },
-                    None if run.overflowed() == Some(Overflow::RunTooLarge) => RunEnding::Failed {
-                        code: "run_too_large".into(),
-                        error: format!(
-                            "The run produced more than {} MiB of events and was stopped.",
-                            super::MAX_RUN_LOG_BYTES >> 20
-                        ),
-                    },
-                    None if run.overflowed() == Some(Overflow::MemoryExhausted) => {
-                        RunEnding::Failed {
-                            code: "memory_exhausted".into(),
-                            error: format!(
-                                "The server's memory for runs ({} MiB) was used up; the run was stopped.",
-                                self.budget.limit() >> 20
-                            ),
-                        }
-                    }
-                    None => {
-                        let (by, reason) = run
-                            .cancel_request()
-                            .unwrap_or((CancelledBy::User, "Stopped.".to_owned()));
-                        RunEnding::Cancelled { by, reason }
-                    }
+                    None => self.why_stopped(&run),
                 }
             }
         };
@@ -358,6 +337,33 @@ impl Engine {
             tokio::time::sleep(FINISHED_RUN_GRACE).await;
             engine.runs().remove(&run.run_id);
         });
+    }
+
+    /// How a run ended that its agent did not finish: its log outgrew a limit, or it was
+    /// cancelled (by the user, the time limit or a shutdown).
+    fn why_stopped(&self, run: &Run) -> RunEnding {
+        match run.overflowed() {
+            Some(Overflow::RunTooLarge) => RunEnding::Failed {
+                code: "run_too_large".into(),
+                error: format!(
+                    "The run produced more than {} MiB of events and was stopped.",
+                    super::MAX_RUN_LOG_BYTES >> 20
+                ),
+            },
+            Some(Overflow::MemoryExhausted) => RunEnding::Failed {
+                code: "memory_exhausted".into(),
+                error: format!(
+                    "The server's memory for runs ({} MiB) was used up; the run was stopped.",
+                    self.budget.limit() >> 20
+                ),
+            },
+            None => {
+                let (by, reason) = run
+                    .cancel_request()
+                    .unwrap_or((CancelledBy::User, "Stopped.".to_owned()));
+                RunEnding::Cancelled { by, reason }
+            }
+        }
     }
 
     /// Stops a run: `message_cancelled` reaches subscribers before this returns.

@@ -148,7 +148,7 @@ impl Run {
         }
         if event.kind.is_terminal() {
             self.budget.charge(json.len());
-        } else if let Some(overflow) = self.over_limit(log, json.len()) {
+        } else if let Err(overflow) = self.charge(log, json.len()) {
             if log.overflowed.is_none() {
                 log.overflowed = Some(overflow);
                 self.cancel.cancel();
@@ -171,14 +171,14 @@ impl Run {
         Some(seq)
     }
 
-    /// Which limit `bytes` more would pass; otherwise they are charged to the memory budget.
-    fn over_limit(&self, log: &Log, bytes: usize) -> Option<Overflow> {
+    /// Charges `bytes` more of log to the memory budget, or says which limit they would pass.
+    fn charge(&self, log: &Log, bytes: usize) -> Result<(), Overflow> {
         if log.bytes + bytes > MAX_RUN_LOG_BYTES {
-            Some(Overflow::RunTooLarge)
+            Err(Overflow::RunTooLarge)
         } else if !self.budget.try_charge(bytes) {
-            Some(Overflow::MemoryExhausted)
+            Err(Overflow::MemoryExhausted)
         } else {
-            None
+            Ok(())
         }
     }
 

@@ -151,8 +151,8 @@ fn matching_lines(path: &Path, matcher: &Regex) -> Vec<(usize, String)> {
     let Ok(bytes) = super::workspace::read_regular_file(path, MAX_FILE_BYTES) else {
         return Vec::new();
     };
-    if bytes.iter().take(8000).any(|byte| *byte == 0) {
-        return Vec::new(); // binary
+    if super::workspace::looks_binary(&bytes) {
+        return Vec::new();
     }
     let text = String::from_utf8_lossy(&bytes);
     text.lines()

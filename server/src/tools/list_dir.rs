@@ -36,11 +36,8 @@ impl Tool for ListDir {
 
     fn call(&self, args: Value, context: ToolContext) -> ToolFuture {
         Box::pin(async move {
-            let requested = string_arg(&args, "path")?.to_owned();
-            let workspace = context.workspace.clone();
-            let (path, mut folders, mut files) = context
-                .blocking(move || entries(&workspace, &requested))
-                .await??;
+            let requested = string_arg(&args, "path")?;
+            let (path, mut folders, mut files) = context.in_workspace(requested, entries).await?;
             folders.sort();
             files.sort();
             let total = folders.len() + files.len();

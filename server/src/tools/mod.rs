@@ -90,6 +90,17 @@ impl ToolContext {
         .await
         .map_err(|error| tool_error("panic", error.to_string()))
     }
+
+    /// Runs `work` on the workspace and a requested path in a blocking slot: resolving the path
+    /// is blocking I/O too.
+    pub async fn in_workspace<T: Send + 'static>(
+        &self,
+        requested: &str,
+        work: fn(&Workspace, &str) -> Result<T, ToolError>,
+    ) -> Result<T, ToolError> {
+        let (workspace, requested) = (self.workspace.clone(), requested.to_owned());
+        self.blocking(move || work(&workspace, &requested)).await?
+    }
 }
 
 /// Streams a tool's output and progress as `tool_call_update` events. Usable from blocking

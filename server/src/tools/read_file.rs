@@ -8,7 +8,7 @@ use app::protocol::ToolError;
 
 use super::{
     optional_u64, string_arg, tool_error,
-    workspace::{read_regular_file, ReadRefusal},
+    workspace::{looks_binary, read_regular_file, ReadRefusal},
     Tool, ToolContext, ToolFuture, Workspace,
 };
 
@@ -63,11 +63,7 @@ impl Tool for ReadFile {
                     "`end_line` is before `start_line`",
                 ));
             }
-            let workspace = context.workspace.clone();
-            let owned = requested.to_owned();
-            let (path, bytes) = context
-                .blocking(move || read_text(&workspace, &owned))
-                .await??;
+            let (path, bytes) = context.in_workspace(requested, read_text).await?;
             let text = String::from_utf8_lossy(&bytes);
             let total = text.lines().count() as u64;
             let end = end
@@ -108,7 +104,7 @@ fn read_text(workspace: &Workspace, requested: &str) -> Result<(PathBuf, Vec<u8>
         ),
         ReadRefusal::Io(error) => tool_error("io", error.to_string()),
     })?;
-    if bytes.iter().take(8000).any(|byte| *byte == 0) {
+    if looks_binary(&bytes) {
         return Err(tool_error(
             "binary_file",
             format!("'{requested}' is not a text file."),

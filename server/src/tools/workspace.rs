@@ -104,6 +104,11 @@ pub fn read_regular_file(path: &Path, max_bytes: u64) -> Result<Vec<u8>, ReadRef
     Ok(bytes)
 }
 
+/// Whether file content is binary rather than text: a NUL byte in its first 8,000 bytes.
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    bytes.iter().take(8000).any(|byte| *byte == 0)
+}
+
 /// Folders that are never worth searching.
 pub fn is_skipped_dir(name: &str) -> bool {
     name.starts_with('.')

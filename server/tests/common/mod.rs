@@ -91,29 +91,32 @@ impl TestServer {
         format!("{}{path}", self.base)
     }
 
-    /// `POST /api/chat` answered as JSON.
-    pub async fn start_run(&self, model: &str, content: &str) -> Value {
-        let response = self
-            .client
+    /// `POST /api/chat`, as JSON (`json`) or as an event stream, whatever the status.
+    pub async fn post_chat(&self, model: &str, content: &str, json: bool) -> reqwest::Response {
+        let accept = if json {
+            "application/json"
+        } else {
+            "text/event-stream"
+        };
+        self.client
             .post(self.url("/api/chat"))
-            .header("accept", "application/json")
+            .header("accept", accept)
             .json(&json!({ "content": content, "model": model }))
             .send()
             .await
-            .expect("POST /api/chat");
+            .expect("POST /api/chat")
+    }
+
+    /// `POST /api/chat` answered as JSON.
+    pub async fn start_run(&self, model: &str, content: &str) -> Value {
+        let response = self.post_chat(model, content, true).await;
         assert_eq!(response.status(), 201, "start a run");
         response.json().await.expect("JSON reply")
     }
 
     /// `POST /api/chat` answered as an event stream.
     pub async fn chat_stream(&self, model: &str, content: &str) -> SseStream {
-        let response = self
-            .client
-            .post(self.url("/api/chat"))
-            .json(&json!({ "content": content, "model": model }))
-            .send()
-            .await
-            .expect("POST /api/chat");
+        let response = self.post_chat(model, content, false).await;
         assert_eq!(response.status(), 200);
         SseStream::new(response)
     }
@@ -328,7 +331,7 @@ pub fn db_path(dir: &TempDir) -> PathBuf {
 
 // The real binary, for what only `glassbox::run` sets up (signals, connection limits).
 
-pub fn free_port() -> u16 {
+fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
@@ -346,18 +349,21 @@ pub async fn get_json_at(client: &reqwest::Client, url: String) -> Value {
         .expect("JSON")
 }
 
-pub async fn spawn_binary(dir: &tempfile::TempDir, port: u16) -> tokio::process::Child {
-    spawn_binary_with(dir, port, &[]).await
+/// The `glassbox` binary serving `dir`'s folders on a free port.
+pub struct Binary {
+    pub child: tokio::process::Child,
+    /// `127.0.0.1:<port>`
+    pub address: String,
+    /// `http://127.0.0.1:<port>`
+    pub base: String,
 }
 
-pub async fn spawn_binary_with(
-    dir: &tempfile::TempDir,
-    port: u16,
-    extra: &[&str],
-) -> tokio::process::Child {
+/// Starts the binary with test tools and `extra` options, and waits until it answers.
+pub async fn launch(dir: &tempfile::TempDir, extra: &[&str]) -> Binary {
+    let address = format!("127.0.0.1:{}", free_port());
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .args(extra)
-        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(["--addr", &address])
         .arg("--data-dir")
         .arg(dir.path().join("data"))
         .arg("--site-root")
@@ -372,15 +378,15 @@ pub async fn spawn_binary_with(
         .kill_on_drop(true)
         .spawn()
         .expect("start glassbox");
+    let base = format!("http://{address}");
     let client = reqwest::Client::new();
     for _ in 0..200 {
-        if client
-            .get(format!("http://127.0.0.1:{port}/healthz"))
-            .send()
-            .await
-            .is_ok()
-        {
-            return child;
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            return Binary {
+                child,
+                address,
+                base,
+            };
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
