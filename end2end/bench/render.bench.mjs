@@ -7,6 +7,9 @@
 //    Performance.getMetrics), and the time from `message_final` reaching the page to the final
 //    message being in the DOM and painted.
 // 2. Opens the stored trace of a 5,000-event run and records the time to the replay's final view.
+// 3. Replays stored traces of about 1,000 and 5,000 events at Instant and at 4x: time per event
+//    (wall and scripting) and their ratio, which is near 1 when the replay is linear.
+// `npm run bench -- stream|trace|replay` runs one part.
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
@@ -139,18 +142,74 @@ async function traceBenchmark(browser, server) {
   console.log(`  final view shown (server-rendered) ${median.shown} ms; interactive (hydrated) ${median.hydrated} ms; longest task ${median.longest.toFixed(0)} ms`);
 }
 
+/** Starts a run through the API, waits for its end, and returns its trace id and event count. */
+async function storedRun(server, model) {
+  const response = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ content: 'A trace to replay', model }),
+  });
+  const events = (await response.text()).split('\n').filter((line) => line.startsWith('data:'));
+  const traceId = /"trace_id":"([^"]+)"/.exec(events[0])?.[1];
+  if (!traceId) throw new Error('no trace id in the run\'s first event');
+  return { traceId, count: events.length };
+}
+
+/** Replays a stored trace at `speed` ('Instant' or '4×'): wall time and scripting time per event. */
+async function replayOnce(browser, server, traceId, speed) {
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/t/${traceId}`);
+  await waitForHydration(page);
+  // Fetch the events first (a scrub to the start), so the replay itself is what is measured.
+  await page.locator('.scrubber').fill('0');
+  await page.locator('.replay-position', { hasText: /^event 0 of/ }).waitFor();
+  await page.getByRole('button', { name: speed, exact: true }).click();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const before = await metrics(cdp);
+  const started = Date.now();
+  await page.getByRole('button', { name: /Replay/ }).click();
+  await page.locator('.message.replay[data-replay="done"]').waitFor({ timeout: 300_000 });
+  await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0))));
+  const wall = Date.now() - started;
+  const after = await metrics(cdp);
+  await context.close();
+  if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+  return { wall, scripting: (after.ScriptDuration - before.ScriptDuration) * 1000 };
+}
+
+/** Replay must be linear: time per event at 1,000 and at 5,000 events, at Instant and at 4x. */
+async function replayBenchmark(browser, server) {
+  const small = await storedRun(server, 'scenario:replay_1k');
+  const large = await storedRun(server, 'scenario:replay_5k');
+  for (const speed of ['Instant', '4×']) {
+    const per = [];
+    for (const run of [small, large]) {
+      const { wall, scripting } = await replayOnce(browser, server, run.traceId, speed);
+      per.push({ count: run.count, wall: wall / run.count, scripting: scripting / run.count });
+    }
+    const [a, b] = per;
+    console.log(`replay at ${speed}: ${a.count} events ${a.wall.toFixed(3)} ms/event wall, ${a.scripting.toFixed(3)} ms/event scripting; ` +
+      `${b.count} events ${b.wall.toFixed(3)} / ${b.scripting.toFixed(3)} ms/event; ratio ${(b.wall / a.wall).toFixed(2)} wall, ${(b.scripting / a.scripting).toFixed(2)} scripting`);
+  }
+}
+
+const only = process.argv[2];
 const server = await startServer({
   workspace,
   scenarios: {
     busy: busyRun(TOKENS, TOOL_CALLS, 1),
+    replay_1k: busyRun(800, 4, 1),
+    replay_5k: busyRun(4_000, 20, 1),
     // Each grep_search call streams 40 matching lines: about 42 events per call.
     big: busyRun(4_160, 30, 0),
   },
 });
 const browser = await launchBrowser();
 try {
-  await streamingBenchmark(browser, server);
-  await traceBenchmark(browser, server);
+  if (!only || only === 'stream') await streamingBenchmark(browser, server);
+  if (!only || only === 'trace') await traceBenchmark(browser, server);
+  if (!only || only === 'replay') await replayBenchmark(browser, server);
 } finally {
   await browser.close();
   await server.stop();

@@ -88,26 +88,20 @@ pub fn send_message(state: ChatState, content: String) {
                     );
                     return;
                 }
-                let now = js_sys_date_iso();
-                state.messages.update(|messages| {
-                    messages.push(crate::protocol::Message::user(
-                        started.user_message_id.clone(),
-                        content,
-                        now,
-                    ))
-                });
-                super::live::follow_run(state, started.run_id);
+                state.push_user(started.user_message_id, content);
+                super::live::follow_run(
+                    state,
+                    super::live::LiveRun {
+                        run_id: started.run_id,
+                        message_id: started.message_id,
+                    },
+                );
             }
             Err(message) => state.connection_error.set(Some(message)),
         }
     });
     #[cfg(not(feature = "hydrate"))]
     let _ = (state, content);
-}
-
-#[cfg(feature = "hydrate")]
-fn js_sys_date_iso() -> String {
-    crate::protocol::format_rfc3339_millis(web_sys::js_sys::Date::now() as i64)
 }
 
 #[cfg(feature = "hydrate")]
@@ -119,6 +113,7 @@ mod browser {
         pub run_id: String,
         pub conversation_id: String,
         pub user_message_id: String,
+        pub message_id: String,
     }
 
     #[derive(Deserialize)]

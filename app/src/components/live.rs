@@ -1,22 +1,55 @@
-//! Following a run from the browser. Events arrive over an `EventSource` (which reconnects by
-//! itself, sending `Last-Event-ID`, so a dropped connection resumes with no gap) and are folded by
-//! the shared reducer, which ignores any seq it has already applied, so there are no duplicates.
-//! Events are applied at most once per animation frame.
+//! The conversation view's state, and following a run from the browser. A run's events come
+//! through the one event feed (`feed.rs`) from its SSE stream into the model of the message it
+//! writes, an entry of the conversation like any other: when the run ends, the entry is already
+//! the stored message, and nothing is swapped.
 
 use leptos::prelude::*;
 
-use crate::protocol::Message;
+use super::feed::MessageModel;
+use crate::protocol::{Message, Role};
 
-/// The conversation view's state. The message store (`messages`) changes only when a run ends;
-/// the live overlay (`live`) shows the streaming message until then.
+/// One message of the conversation, keyed by its id.
+#[derive(Clone)]
+pub enum Entry {
+    User { id: String, text: String },
+    Assistant { id: String, model: MessageModel },
+}
+
+impl Entry {
+    pub fn new(message: &Message) -> Self {
+        match message.role {
+            Role::User => Entry::User {
+                id: message.id.clone(),
+                text: message.text(),
+            },
+            Role::Assistant => Entry::Assistant {
+                id: message.id.clone(),
+                model: MessageModel::new(Some(message)),
+            },
+        }
+    }
+
+    pub fn id(&self) -> &str {
+        match self {
+            Entry::User { id, .. } | Entry::Assistant { id, .. } => id,
+        }
+    }
+}
+
+/// The run being followed and the message it writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveRun {
+    pub run_id: String,
+    pub message_id: String,
+}
+
+/// The conversation view's state.
 #[derive(Clone, Copy)]
 pub struct ChatState {
     pub conversation_id: RwSignal<Option<String>>,
-    pub messages: RwSignal<Vec<Message>>,
-    /// The streaming message, as the reducer has built it so far.
-    pub live: RwSignal<Option<Message>>,
+    pub entries: RwSignal<Vec<Entry>>,
     /// The run being followed.
-    pub live_run: RwSignal<Option<String>>,
+    pub live_run: RwSignal<Option<LiveRun>>,
     /// A problem with the connection, shown with a retry.
     pub connection_error: RwSignal<Option<String>>,
     /// Bumped when the conversation list should be read again.
@@ -25,12 +58,18 @@ pub struct ChatState {
     pub model: RwSignal<String>,
     /// Every model the server offers.
     pub models: RwSignal<Vec<String>>,
+    /// The view's owner: models made later (a new answer) belong to it, not to an event handler.
+    owner: StoredValue<Option<Owner>>,
+    /// The feed and stream of the run being followed; dropped (closed) with the view.
+    #[cfg(feature = "hydrate")]
+    following: StoredValue<Option<browser::Following>, LocalStorage>,
 }
 
 impl ChatState {
     pub fn new(
         conversation_id: Option<String>,
-        messages: Vec<Message>,
+        messages: &[Message],
+        live_run: Option<LiveRun>,
         conversations_changed: RwSignal<u32>,
         model: String,
         models: Vec<String>,
@@ -39,177 +78,132 @@ impl ChatState {
             model: RwSignal::new(model),
             models: RwSignal::new(models),
             conversation_id: RwSignal::new(conversation_id),
-            messages: RwSignal::new(messages),
-            live: RwSignal::new(None),
-            live_run: RwSignal::new(None),
+            entries: RwSignal::new(messages.iter().map(Entry::new).collect()),
+            live_run: RwSignal::new(live_run),
             connection_error: RwSignal::new(None),
             conversations_changed,
+            owner: StoredValue::new(Owner::current()),
+            #[cfg(feature = "hydrate")]
+            following: StoredValue::new_local(None),
         }
     }
 
-    /// The run has ended: its message joins the store and the overlay goes away.
-    pub fn commit(&self, message: Message) {
-        self.messages.update(
-            |messages| match messages.iter_mut().find(|m| m.id == message.id) {
-                Some(existing) => *existing = message,
-                None => messages.push(message),
-            },
-        );
-        self.live.set(None);
+    /// The model of assistant message `message_id`, added at the end when it is not there yet.
+    pub fn assistant_model(&self, message_id: &str) -> MessageModel {
+        let found = self.entries.with_untracked(|entries| {
+            entries.iter().find_map(|entry| match entry {
+                Entry::Assistant { id, model } if id == message_id => Some(*model),
+                _ => None,
+            })
+        });
+        found.unwrap_or_else(|| {
+            let make = || MessageModel::new(None);
+            let model = match self.owner.get_value() {
+                Some(owner) => owner.with(make),
+                None => make(),
+            };
+            self.entries.update(|entries| {
+                entries.push(Entry::Assistant {
+                    id: message_id.to_owned(),
+                    model,
+                })
+            });
+            model
+        })
+    }
+
+    /// The model of the message the followed run writes.
+    pub fn live_model(&self) -> Option<MessageModel> {
+        let message_id = self
+            .live_run
+            .with(|run| run.as_ref().map(|run| run.message_id.clone()))?;
+        self.entries.with(|entries| {
+            entries.iter().find_map(|entry| match entry {
+                Entry::Assistant { id, model } if *id == message_id => Some(*model),
+                _ => None,
+            })
+        })
+    }
+
+    pub fn push_user(&self, id: String, text: String) {
+        self.entries
+            .update(|entries| entries.push(Entry::User { id, text }));
+    }
+
+    /// The question that led to answer `message_id`.
+    pub fn question_before(&self, message_id: &str) -> Option<String> {
+        self.entries.with_untracked(|entries| {
+            let index = entries.iter().position(|entry| entry.id() == message_id)?;
+            entries[..index].iter().rev().find_map(|entry| match entry {
+                Entry::User { text, .. } => Some(text.clone()),
+                Entry::Assistant { .. } => None,
+            })
+        })
+    }
+
+    /// The followed run has ended: its message is complete where it stands.
+    #[cfg(feature = "hydrate")]
+    fn run_ended(&self) {
         self.live_run.set(None);
+        self.connection_error.set(None);
         self.conversations_changed.update(|n| *n += 1);
+        #[cfg(feature = "hydrate")]
+        self.following.set_value(None);
     }
 }
 
 #[cfg(feature = "hydrate")]
-pub use browser::{follow_run, stop_following_for, stop_run};
+pub use browser::{follow_run, stop_following, stop_run};
 
 #[cfg(feature = "hydrate")]
 mod browser {
-    use std::{cell::RefCell, rc::Rc};
-
     use leptos::prelude::*;
-    use wasm_bindgen::{closure::Closure, JsCast};
-    use web_sys::{EventSource, MessageEvent};
 
-    use super::ChatState;
-    use crate::protocol::{Event, Reducer};
+    use super::{ChatState, LiveRun};
+    use crate::components::feed::{Feed, SseSource};
 
-    struct Follower {
-        source: EventSource,
-        reducer: Reducer,
-        pending: Vec<Event>,
-        frame_requested: bool,
-        // Kept alive as long as the source is open.
-        _on_message: Option<Closure<dyn FnMut(MessageEvent)>>,
-        _on_error: Option<Closure<dyn FnMut(web_sys::Event)>>,
+    /// A followed run: its feed and the stream feeding it. Dropping it closes both.
+    pub struct Following {
+        feed: Feed,
+        _source: SseSource,
     }
 
-    /// The view following a run, known by its message store.
-    type Owner = RwSignal<Vec<crate::protocol::Message>>;
-
-    thread_local! {
-        /// The one run being followed, and the view that follows it.
-        static CURRENT: RefCell<Option<(Owner, Rc<RefCell<Follower>>)>> = const { RefCell::new(None) };
+    impl Drop for Following {
+        fn drop(&mut self) {
+            self.feed.close();
+        }
     }
 
-    /// Follows `run_id` until its terminal event, replacing any run followed before.
-    pub fn follow_run(state: ChatState, run_id: String) {
-        stop_following();
-        let url = format!("/api/runs/{run_id}/events");
-        let source = match EventSource::new(&url) {
-            Ok(source) => source,
-            Err(_) => {
-                state
-                    .connection_error
-                    .set(Some("Could not connect to the run's event stream.".into()));
-                return;
-            }
+    /// Follows `run` until its terminal event, replacing any run followed before.
+    pub fn follow_run(state: ChatState, run: LiveRun) {
+        stop_following(state);
+        let model = state.assistant_model(&run.message_id);
+        let feed = Feed::new(model).on_end(move || state.run_ended());
+        let url = format!("/api/runs/{}/events", run.run_id);
+        let lost = move || {
+            state
+                .connection_error
+                .set(Some("The connection to the run was lost.".into()))
         };
-        state.live_run.set(Some(run_id));
+        state.live_run.set(Some(run));
         state.connection_error.set(None);
-        let follower = Rc::new(RefCell::new(Follower {
-            source: source.clone(),
-            reducer: Reducer::default(),
-            pending: Vec::new(),
-            frame_requested: false,
-            _on_message: None,
-            _on_error: None,
-        }));
-
-        let on_message = {
-            let follower = Rc::downgrade(&follower);
-            Closure::<dyn FnMut(MessageEvent)>::new(move |message: MessageEvent| {
-                let Some(follower) = follower.upgrade() else {
-                    return;
-                };
-                let Some(text) = message.data().as_string() else {
-                    return;
-                };
-                let Ok(event) = serde_json::from_str::<Event>(&text) else {
-                    leptos::logging::warn!("ignoring an event that does not parse");
-                    return;
-                };
-                let request_frame = {
-                    let mut inner = follower.borrow_mut();
-                    inner.pending.push(event);
-                    !std::mem::replace(&mut inner.frame_requested, true)
-                };
-                if request_frame {
-                    let follower = follower.clone();
-                    request_animation_frame(move || flush(&follower, state));
-                }
-            })
-        };
-        let on_error = {
-            let source = source.clone();
-            Closure::<dyn FnMut(web_sys::Event)>::new(move |_: web_sys::Event| {
-                // CONNECTING: the browser retries by itself with Last-Event-ID. CLOSED: it gave up.
-                if source.ready_state() == EventSource::CLOSED {
-                    state
-                        .connection_error
-                        .set(Some("The connection to the run was lost.".into()));
-                }
-            })
-        };
-        source.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
-        source.set_onerror(Some(on_error.as_ref().unchecked_ref()));
-        {
-            let mut inner = follower.borrow_mut();
-            inner._on_message = Some(on_message);
-            inner._on_error = Some(on_error);
-        }
-        CURRENT.with(|current| *current.borrow_mut() = Some((state.messages, follower)));
-    }
-
-    /// Applies the events that arrived since the last frame, and publishes the result once.
-    fn flush(follower: &Rc<RefCell<Follower>>, state: ChatState) {
-        let (message, finished) = {
-            let mut inner = follower.borrow_mut();
-            inner.frame_requested = false;
-            let pending = std::mem::take(&mut inner.pending);
-            for event in &pending {
-                inner.reducer.apply(event);
-            }
-            (
-                inner.reducer.message().cloned(),
-                inner.reducer.is_finished(),
-            )
-        };
-        if finished {
-            stop_following();
-            if let Some(message) = message {
-                state.commit(message);
-            }
-        } else if message.is_some() {
-            state.live.set(message);
-            state.connection_error.set(None);
+        match SseSource::open(&url, feed.clone(), lost) {
+            Some(source) => state.following.set_value(Some(Following {
+                feed,
+                _source: source,
+            })),
+            None => state
+                .connection_error
+                .set(Some("Could not connect to the run's event stream.".into())),
         }
     }
 
-    fn stop_following() {
-        CURRENT.with(|current| {
-            if let Some((_, follower)) = current.borrow_mut().take() {
-                let inner = follower.borrow();
-                inner.source.set_onmessage(None);
-                inner.source.set_onerror(None);
-                inner.source.close();
-            }
-        });
-    }
-
-    /// Stops following only if `state`'s view is the one following: a view being cleaned up after
-    /// the next view has attached must not stop the next view's run.
-    pub fn stop_following_for(state: ChatState) {
-        let owns = CURRENT.with(|current| {
-            current
-                .borrow()
-                .as_ref()
-                .is_some_and(|(owner, _)| *owner == state.messages)
-        });
-        if owns {
-            stop_following();
-        }
+    /// Closes the stream of the run `state` follows, if any.
+    pub fn stop_following(state: ChatState) {
+        // `try_`: the view may already be gone.
+        let _ = state
+            .following
+            .try_update_value(|following| following.take());
     }
 
     /// Asks the server to stop the run; the stream then brings `message_cancelled`.

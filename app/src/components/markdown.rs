@@ -377,6 +377,114 @@ pub fn Markdown(#[prop(into)] text: String) -> impl IntoView {
     view! { <div class="markdown">{render(parse(&text), Context::default())}</div> }
 }
 
+/// Markdown that grows (a streaming answer): the text is cut into top-level blocks that later text
+/// cannot change, each parsed and drawn once; only the last, unfinished one is parsed again as the
+/// text grows. A stored answer goes through the same cuts, so it is the same DOM.
+#[component]
+pub fn StreamingMarkdown(#[prop(into)] text: Signal<String>) -> impl IntoView {
+    let chunks = move || {
+        text.with(|text| {
+            stable_chunks(text)
+                .map(|(start, chunk)| (start, chunk.to_owned()))
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <div class="markdown">
+            <For each=chunks key=|chunk| chunk.clone() let:chunk>
+                {render(parse(&chunk.1), Context::default())}
+            </For>
+        </div>
+    }
+}
+
+/// Cuts `text` into pieces that parse on their own exactly as they do inside the whole: a cut
+/// falls only on a blank line outside fenced code, before a line that starts a new block and
+/// cannot continue the one before (not indented, not a list item, not a definition). Documents
+/// whose parts refer to each other (footnotes, link definitions) or with raw HTML blocks that may
+/// span blank lines stay whole. Yields (byte offset, piece).
+pub fn stable_chunks(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut cuts = vec![0];
+    if !stays_whole(text) {
+        let mut fence: Option<(u8, usize)> = None;
+        let mut previous_blank = false;
+        let mut offset = 0;
+        for line in text.split_inclusive('\n') {
+            let trimmed = line.trim_start_matches(' ');
+            let indented = line.len() - trimmed.len() >= 4;
+            let blank = line.trim().is_empty();
+            match fence {
+                Some((byte, len)) => {
+                    if !indented && closes_fence(trimmed, byte, len) {
+                        fence = None;
+                    }
+                    previous_blank = false;
+                }
+                None => {
+                    if previous_blank && !blank && starts_new_block(line) {
+                        cuts.push(offset);
+                    }
+                    if !indented {
+                        fence = opening_fence(trimmed);
+                    }
+                    previous_blank = blank;
+                }
+            }
+            offset += line.len();
+        }
+    }
+    cuts.push(text.len());
+    let pieces: Vec<(usize, usize)> = cuts
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|(start, end)| end > start)
+        .collect();
+    pieces
+        .into_iter()
+        .map(move |(start, end)| (start, &text[start..end]))
+}
+
+/// Footnotes and link definitions tie distant parts together; HTML blocks of kinds 1 to 5 may
+/// hold blank lines.
+fn stays_whole(text: &str) -> bool {
+    const SPANNING: [&str; 6] = ["!", "?", "pre", "script", "style", "textarea"];
+    text.contains("[^")
+        || text.contains("]:")
+        || text.match_indices('<').any(|(at, _)| {
+            let rest = text.as_bytes().get(at + 1..).unwrap_or_default();
+            SPANNING.iter().any(|tag| {
+                rest.len() >= tag.len() && rest[..tag.len()].eq_ignore_ascii_case(tag.as_bytes())
+            })
+        })
+}
+
+fn opening_fence(line: &str) -> Option<(u8, usize)> {
+    let byte = *line.as_bytes().first()?;
+    if byte != b'`' && byte != b'~' {
+        return None;
+    }
+    let len = line.bytes().take_while(|&b| b == byte).count();
+    (len >= 3 && !(byte == b'`' && line[len..].contains('`'))).then_some((byte, len))
+}
+
+fn closes_fence(line: &str, byte: u8, len: usize) -> bool {
+    let run = line.bytes().take_while(|&b| b == byte).count();
+    run >= len && line[run..].trim().is_empty()
+}
+
+/// A line after a blank line that surely starts a block of its own.
+fn starts_new_block(line: &str) -> bool {
+    let bytes = line.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return false;
+    };
+    let spaced = |at: usize| bytes.get(at).is_none_or(|b| b.is_ascii_whitespace());
+    let bullet = matches!(first, b'-' | b'*' | b'+') && spaced(1);
+    let digits = line.bytes().take_while(u8::is_ascii_digit).count();
+    let ordered = (1..=9).contains(&digits) && matches!(bytes.get(digits), Some(b'.' | b')'));
+    !first.is_ascii_whitespace() && !bullet && !ordered && first != b'['
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,6 +522,48 @@ mod tests {
         );
     }
 
+    fn pieces(text: &str) -> Vec<&str> {
+        stable_chunks(text).map(|(_, piece)| piece).collect()
+    }
+
+    #[test]
+    fn streaming_markdown_is_cut_only_where_later_text_cannot_reach_back() {
+        assert_eq!(
+            pieces("# Title\n\nOne.\n\n| a |\n|---|\n| 1 |\n"),
+            ["# Title\n\n", "One.\n\n", "| a |\n|---|\n| 1 |\n"]
+        );
+        // Loose lists, indented continuations and code with blank lines stay in one piece.
+        assert_eq!(pieces("1. a\n\n2. b\n\n   more\n").len(), 1);
+        assert_eq!(pieces("```\nx\n\ny\n```\n\nafter").len(), 2);
+        assert_eq!(pieces("~~~~\nx\n\n~~~\nstill code\n").len(), 1);
+        assert_eq!(pieces("- a\n\n- b").len(), 1);
+        // Parts that refer to each other keep the document whole.
+        assert_eq!(pieces("Note[^1].\n\n[^1]: here").len(), 1);
+        assert_eq!(pieces("[x][y]\n\n[y]: https://e.example").len(), 1);
+        assert_eq!(pieces("<!--\n\n-->\n\ntext").len(), 1);
+        assert_eq!(pieces("<PRE>\n\n</PRE>").len(), 1);
+        assert_eq!(pieces(""), Vec::<&str>::new());
+        // The pieces are the text.
+        let text = "a\n\nb\n\n```\nc\n\nd";
+        assert_eq!(pieces(text).concat(), text);
+    }
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn pieces_render_as_the_whole_does() {
+        let corpus = concat!(
+            "# Heading\n\nA paragraph with **bold**.\n\n| a | b |\n|:-|-:|\n| 1 | 2 |\n\n",
+            "> quote\n\n> another\n\n1. one\n\n2. two\n\n    code\n\n***\n\n",
+            "```rust\nfn main() {}\n\n// more\n```\n\nLast line  \nbreak"
+        );
+        // Hydration markers (`<!>`) end each piece; the elements are the same.
+        let bare = |html: String| html.replace("<!>", "");
+        let pieces: String = stable_chunks(corpus)
+            .map(|(_, piece)| bare(html(piece)))
+            .collect();
+        assert_eq!(pieces, bare(html(corpus)));
+    }
+
     #[test]
     fn unfinished_markdown_from_a_stream_still_parses() {
         let nodes = parse("Some **bold and\n\n```rust\nfn main() {");
@@ -426,7 +576,8 @@ mod tests {
     // crate depends on it).
     #[cfg(feature = "ssr")]
     fn html(markdown: &str) -> String {
-        render(parse(markdown), Context::default()).to_html()
+        // A code block's copy button holds a signal, which needs an owner.
+        Owner::new().with(|| render(parse(markdown), Context::default()).to_html())
     }
 
     #[cfg(feature = "ssr")]

@@ -1,6 +1,7 @@
 //! UI components, each in its own file.
 
 mod composer;
+pub mod feed;
 mod icons;
 pub mod live;
 pub mod markdown;
@@ -11,6 +12,6 @@ mod sidebar;
 
 pub use composer::Composer;
 pub use live::ChatState;
-pub use message_list::{MessageList, StreamingMessage};
+pub use message_list::MessageList;
 pub use settings_panel::SettingsPanel;
 pub use sidebar::Sidebar;

@@ -1,10 +1,10 @@
-//! How a message's segments look: the persisted blocks (after a run, and on page load) and the live
-//! overlays (while a run streams). Model and tool text is only ever inserted as text, never as HTML.
+//! How a message's blocks look, live and stored alike. Model and tool text is only ever inserted as text, never as HTML.
 
 use leptos::prelude::*;
 
+use super::feed::MessageModel;
 use super::icons::Icon;
-use super::markdown::Markdown;
+use super::markdown::{Markdown, StreamingMarkdown};
 use crate::settings::{use_settings, DisplayMode};
 
 use crate::protocol::{
@@ -34,26 +34,124 @@ fn pretty_args(args: &serde_json::Value) -> String {
     serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
 }
 
-/// The persisted reasoning: collapsed by default, its header says how long the model thought and
-/// previews the start of the thinking. Open or closed is local to this block.
+/// A message's blocks in `sequence_number` order, live or stored: the same components either
+/// way, so the end of a run changes attributes, not the DOM. Blocks are keyed by id; each reads
+/// its own signal, so a change in one block redraws that block only.
 #[component]
-pub fn ReasoningSegment(segment: Reasoning) -> impl IntoView {
+pub fn MessageBlocks(model: MessageModel) -> impl IntoView {
+    let working = move || model.is_streaming() && model.blocks.with(Vec::is_empty);
+    let streaming = Memo::new(move |_| model.is_streaming());
+    let tool_count = Memo::new(move |_| model.tool_counts().0);
+    view! {
+        <Show when=working>
+            <p class="muted working">
+                <span class="spinner" aria-hidden="true"></span>
+                " Working…"
+            </p>
+        </Show>
+        <For each=move || model.blocks.get() key=|block| block.id.clone() let:block>
+            {
+                let id = block.id.clone();
+                let is_last = Memo::new(move |_| {
+                    model.blocks.with(|blocks| blocks.last().is_some_and(|last| last.id == id))
+                });
+                let live = Signal::derive(move || streaming.get() && is_last.get());
+                block_view(block.segment, live, streaming.into(), tool_count.into())
+            }
+        </For>
+    }
+    .into_any()
+}
+
+fn block_view(
+    segment: ArcRwSignal<Segment>,
+    live: Signal<bool>,
+    streaming: Signal<bool>,
+    tool_count: Signal<usize>,
+) -> AnyView {
+    // A block's kind never changes for its id. Each kind reads its part of the signal once per
+    // change (one clone), and its pieces borrow from that.
+    match segment.get_untracked() {
+        Segment::Text(_) => {
+            let text = Memo::new(move |_| {
+                segment.with(|segment| match segment {
+                    Segment::Text(text) => text.text.clone(),
+                    _ => String::new(),
+                })
+            });
+            view! {
+                <div class="message-text" class:streaming=live>
+                    <StreamingMarkdown text />
+                </div>
+            }
+            .into_any()
+        }
+        Segment::Reasoning(_) => {
+            let reasoning = Memo::new(move |_| {
+                segment.with(|segment| match segment {
+                    Segment::Reasoning(reasoning) => reasoning.clone(),
+                    _ => Reasoning::default(),
+                })
+            });
+            view! { <ReasoningSegment segment=reasoning.into() live=streaming /> }.into_any()
+        }
+        Segment::ToolCall(_) => {
+            let call = Memo::new(move |_| {
+                segment.with(|segment| match segment {
+                    Segment::ToolCall(call) => call.clone(),
+                    _ => ToolCall::default(),
+                })
+            });
+            view! { <ToolCallSegment call=call.into() streaming tool_count /> }.into_any()
+        }
+    }
+}
+
+/// Reasoning: while its message streams, its parts stream in place, each with a spinner until it
+/// completes, and no toggle; when the run ends it becomes a collapsed block whose header says how
+/// long the model thought and previews the start of the thinking (the one block whose element
+/// changes at the end of a run). Open or closed is then local to this block.
+#[component]
+pub fn ReasoningSegment(segment: Signal<Reasoning>, live: Signal<bool>) -> impl IntoView {
+    let live = Memo::new(move |_| live.get());
+    move || {
+        if live.get() {
+            view! { <LiveReasoning segment /> }.into_any()
+        } else {
+            view! { <StoredReasoning segment /> }.into_any()
+        }
+    }
+}
+
+#[component]
+fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
     let settings = use_settings();
-    let label = match segment.duration_ms {
+    let label = move || match segment.with(|s| s.duration_ms) {
         Some(ms) => format!("Thought for {}", format_duration(ms)),
         None => "Thoughts".to_owned(),
     };
-    let combined = segment
-        .combined_text
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
     let preview = move || {
         let limit = settings.get().reasoning_preview_chars as usize;
-        match crate::protocol::shorten_chars(&combined, limit) {
-            Some(cut) => format!("{cut}…"),
-            None => combined.clone(),
-        }
+        segment.with(|segment| {
+            let combined = segment
+                .combined_text
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            match crate::protocol::shorten_chars(&combined, limit) {
+                Some(cut) => format!("{cut}…"),
+                None => combined,
+            }
+        })
+    };
+    let parts = move || {
+        segment.with(|segment| {
+            segment
+                .parts
+                .iter()
+                .map(|part| view! { <div class="reasoning-part"><Markdown text=part.text.clone() /></div> })
+                .collect_view()
+        })
     };
     view! {
         <details
@@ -66,30 +164,62 @@ pub fn ReasoningSegment(segment: Reasoning) -> impl IntoView {
                 <span class="reasoning-label">{label}</span>
                 <span class="reasoning-preview muted">{preview}</span>
             </summary>
-            <div class="reasoning-parts">
-                {segment
-                    .parts
-                    .into_iter()
-                    .map(|part| view! { <div class="reasoning-part"><Markdown text=part.text /></div> })
-                    .collect_view()}
-            </div>
+            <div class="reasoning-parts">{parts}</div>
         </details>
     }
     .into_any()
 }
 
+/// Live reasoning parts in order; a part is drawn again only while its text changes.
+#[component]
+fn LiveReasoning(segment: Signal<Reasoning>) -> impl IntoView {
+    let settings = use_settings();
+    let parts = move || {
+        segment.with(|segment| {
+            segment
+                .parts
+                .iter()
+                .map(|part| (part.summary_index, part.is_complete, part.text.clone()))
+                .collect::<Vec<_>>()
+        })
+    };
+    view! {
+        <div class="segment reasoning live" aria-label="Reasoning" hidden=move || settings.get().mode == DisplayMode::Minimal>
+            <For each=parts key=|part| part.clone() let:part>
+                <div class="reasoning-part live-part" class:complete=part.1>
+                    {(!part.1).then(|| view! { <span class="spinner" role="img" aria-label="thinking"></span> })}
+                    <Markdown text=part.2 />
+                </div>
+            </For>
+        </div>
+    }
+    .into_any()
+}
+
+fn status_class(status: ToolCallStatus) -> &'static str {
+    match status {
+        ToolCallStatus::Running => "running",
+        ToolCallStatus::Success => "success",
+        ToolCallStatus::Error => "error",
+        ToolCallStatus::Cancelled => "cancelled",
+    }
+}
+
 /// One tool call: icon, name or display line, status (spinner, check mark and duration, or cross),
-/// its arguments and its output.
-/// `tool_count` is how many tool calls the message has; `live` is true in the streaming overlay.
+/// its arguments and its output. `streaming` is whether its message is still being written;
+/// `tool_count` is how many tool calls the message has.
+///
+/// Open or closed follows the display mode; a person who opens or closes the block keeps that
+/// choice (in that mode) while the call runs, streams and ends.
 #[component]
 pub fn ToolCallSegment(
-    call: ToolCall,
-    tool_count: usize,
-    #[prop(optional)] live: bool,
+    call: Signal<ToolCall>,
+    streaming: Signal<bool>,
+    tool_count: Signal<usize>,
 ) -> impl IntoView {
     let settings = use_settings();
-    let running = call.status == ToolCallStatus::Running;
-    let open = move || {
+    let status = Memo::new(move |_| call.with(|call| call.status));
+    let by_default = Memo::new(move |_| {
         let settings = settings.get();
         match settings.mode {
             DisplayMode::Verbose => true,
@@ -97,18 +227,84 @@ pub fn ToolCallSegment(
             // Normal: a running call shows its output as it streams, unless the message has so
             // many calls that they all collapse; finished calls stay collapsed.
             DisplayMode::Normal => {
-                live && running && tool_count <= settings.auto_collapse_tool_count as usize
+                streaming.get()
+                    && status.get() == ToolCallStatus::Running
+                    && tool_count.get() <= settings.auto_collapse_tool_count as usize
             }
         }
+    });
+    let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
+    let open = move || match chosen.get() {
+        Some((mode, open)) if mode == settings.get().mode => open,
+        _ => by_default.get(),
     };
-    let status_class = match call.status {
-        ToolCallStatus::Running => "running",
-        ToolCallStatus::Success => "success",
-        ToolCallStatus::Error => "error",
-        ToolCallStatus::Cancelled => "cancelled",
+    let on_toggle = move |event: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let element = event
+                .target()
+                .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok());
+            if let Some(element) = element {
+                let now = element.open();
+                let mode = settings.get_untracked().mode;
+                // A toggle that matches the default is ours (or undoes the person's choice).
+                chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (event, chosen);
     };
-    let duration = call.duration_ms.map(format_duration);
-    let status = match call.status {
+    let (name, call_id) = call.with_untracked(|c| (c.name.clone(), c.call_id.clone()));
+    let title = move || call.with(|c| c.display.clone().unwrap_or_else(|| c.name.clone()));
+    let status_view = move || {
+        let (status, duration) = call.with(|c| (c.status, c.duration_ms.map(format_duration)));
+        tool_status(status, duration)
+    };
+    let error = move || {
+        call.with(|c| c.error.as_ref().map(|e| e.message.clone()))
+            .map(|message| view! { <p class="tool-error">{message}</p> })
+    };
+    let args = Memo::new(move |_| call.with(|c| pretty_args(&c.args)));
+    let output = Memo::new(move |_| call.with(|c| c.output.clone()));
+    let truncation =
+        move || {
+            call.with(|c| c.truncated.then_some(c.full_length)).map(|full| {
+            let full = full.map(|n| format!(" of {n} characters")).unwrap_or_default();
+            view! { <p class="truncation-notice">{format!("The output was cut{full}.")}</p> }
+        })
+        };
+    view! {
+        <details
+            class=move || format!("segment tool-call {}", status_class(status.get()))
+            // The attribute, not only the property: the server's HTML arrives open in verbose mode.
+            open=open
+            on:toggle=on_toggle
+            hidden=move || settings.get().mode == DisplayMode::Minimal
+            data-call-id=call_id
+        >
+            <summary>
+                <span class="segment-icon"><Icon name=tool_icon(&name) /></span>
+                <span class="tool-title">{title}</span>
+                <code class="tool-name">{name.clone()}</code>
+                {status_view}
+            </summary>
+            {error}
+            <div class="tool-section">
+                <div class="tool-label">"Arguments"</div>
+                <pre class="tool-args">{args}</pre>
+            </div>
+            <Show when=move || output.with(|o| !o.is_empty())>
+                <ToolOutput output />
+            </Show>
+            {truncation}
+        </details>
+    }
+    .into_any()
+}
+
+fn tool_status(status: ToolCallStatus, duration: Option<String>) -> AnyView {
+    match status {
         ToolCallStatus::Running => view! {
             <span class="tool-status">
                 <span class="spinner" role="img" aria-label="running"></span>
@@ -119,122 +315,30 @@ pub fn ToolCallSegment(
         ToolCallStatus::Success => view! {
             <span class="tool-status">
                 <span class="check" role="img" aria-label="succeeded">"✓"</span>
-                {duration.clone()}
+                {duration}
             </span>
         }
         .into_any(),
         ToolCallStatus::Error | ToolCallStatus::Cancelled => view! {
             <span class="tool-status">
-                <span class="cross" role="img" aria-label=status_class>"✗"</span>
-                {if call.status == ToolCallStatus::Cancelled { "Cancelled".to_owned() } else { "Failed".to_owned() }}
-                {duration.clone().map(|d| format!(" · {d}"))}
+                <span class="cross" role="img" aria-label=status_class(status)>"✗"</span>
+                {if status == ToolCallStatus::Cancelled { "Cancelled" } else { "Failed" }}
+                {duration.map(|d| format!(" · {d}"))}
             </span>
         }
         .into_any(),
-    };
-    let title = call.display.clone().unwrap_or_else(|| call.name.clone());
-    let truncation = call.truncated.then(|| {
-        let full = call
-            .full_length
-            .map(|n| format!(" of {n} characters"))
-            .unwrap_or_default();
-        view! { <p class="truncation-notice">{format!("The output was cut{full}.")}</p> }
-    });
-    let error = call
-        .error
-        .clone()
-        .map(|error| view! { <p class="tool-error">{error.message}</p> });
-    let output =
-        (!call.output.is_empty()).then(|| view! { <ToolOutput output=call.output.clone() /> });
-    view! {
-        <details
-            class=format!("segment tool-call {status_class}")
-            // The attribute, not only the property: the server's HTML arrives open in verbose mode.
-            open=open
-            hidden=move || settings.get().mode == DisplayMode::Minimal
-            data-call-id=call.call_id.clone()
-        >
-            <summary>
-                <span class="segment-icon"><Icon name=tool_icon(&call.name) /></span>
-                <span class="tool-title">{title}</span>
-                <code class="tool-name">{call.name.clone()}</code>
-                {status}
-            </summary>
-            {error}
-            <div class="tool-section">
-                <div class="tool-label">"Arguments"</div>
-                <pre class="tool-args">{pretty_args(&call.args)}</pre>
-            </div>
-            {output}
-            {truncation}
-        </details>
     }
-    .into_any()
-}
-
-/// The stored message's segments in `sequence_number` order.
-#[component]
-pub fn PersistedSegments(segments: Vec<Segment>) -> impl IntoView {
-    let tool_count = segments
-        .iter()
-        .filter(|s| matches!(s, Segment::ToolCall(_)))
-        .count();
-    segments
-        .into_iter()
-        .map(|segment| match segment {
-            Segment::Reasoning(reasoning) => {
-                view! { <ReasoningSegment segment=reasoning /> }.into_any()
-            }
-            Segment::ToolCall(call) => view! { <ToolCallSegment call tool_count /> }.into_any(),
-            Segment::Text(text) => {
-                view! { <div class="message-text"><Markdown text=text.text /></div> }.into_any()
-            }
-        })
-        .collect_view()
-}
-
-/// Live reasoning parts in order, each with a spinner until it completes; no toggle.
-#[component]
-pub fn StreamingReasoningOverlay(segment: Reasoning) -> impl IntoView {
-    let settings = use_settings();
-    view! {
-        <div class="segment reasoning live" aria-label="Reasoning" hidden=move || settings.get().mode == DisplayMode::Minimal>
-            {segment
-                .parts
-                .into_iter()
-                .map(|part| {
-                    view! {
-                        <div class="reasoning-part live-part" class:complete=part.is_complete>
-                            {(!part.is_complete)
-                                .then(|| view! { <span class="spinner" role="img" aria-label="thinking"></span> })}
-                            <Markdown text=part.text />
-                        </div>
-                    }
-                })
-                .collect_view()}
-        </div>
-    }
-    .into_any()
-}
-
-/// A live tool block: open while running (in normal and verbose modes) so its output streams into
-/// view.
-#[component]
-pub fn StreamingToolsOverlay(call: ToolCall, tool_count: usize) -> impl IntoView {
-    view! { <ToolCallSegment call tool_count live=true /> }
 }
 
 /// A tool's output: in full in verbose mode; otherwise a preview when it is long, with a control
-/// to see it all.
+/// to see it all. The output may grow while the call runs; "Show all" stays pressed.
 #[component]
-fn ToolOutput(output: String) -> impl IntoView {
+fn ToolOutput(#[prop(into)] output: Signal<String>) -> impl IntoView {
     let settings = use_settings();
     let show_all = RwSignal::new(false);
-    let total_chars = output.chars().count();
-    let shown = {
-        let output = output.clone();
-        move || {
-            let settings = settings.get();
+    let shown = Memo::new(move |_| {
+        let settings = settings.get();
+        output.with(|output| {
             if show_all.get() || settings.mode == DisplayMode::Verbose {
                 return (output.clone(), None);
             }
@@ -244,28 +348,24 @@ fn ToolOutput(output: String) -> impl IntoView {
                 .nth(settings.auto_collapse_output_lines.saturating_sub(1) as usize)
                 .map(|(index, _)| &output[..index]);
             let by_chars =
-                crate::protocol::shorten_chars(&output, settings.output_preview_chars as usize);
+                crate::protocol::shorten_chars(output, settings.output_preview_chars as usize);
             let preview = match (by_lines, by_chars) {
                 (Some(a), Some(b)) => Some(if a.len() < b.len() { a } else { b }),
                 (a, b) => a.or(b),
             };
             match preview {
                 Some(preview) => {
-                    let count = preview.chars().count();
-                    (
-                        preview.to_owned(),
-                        Some(format!(
-                            "Showing {} of {} chars",
-                            group(count),
-                            group(total_chars)
-                        )),
-                    )
+                    let notice = format!(
+                        "Showing {} of {} chars",
+                        group(preview.chars().count()),
+                        group(output.chars().count())
+                    );
+                    (preview.to_owned(), Some(notice))
                 }
                 None => (output.clone(), None),
             }
-        }
-    };
-    let shown = Memo::new(move |_| shown());
+        })
+    });
     view! {
         <div class="tool-section">
             <div class="tool-label">"Output"</div>

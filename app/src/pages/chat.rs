@@ -2,6 +2,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_conversation, list_conversations, list_models};
+use crate::components::live::LiveRun;
 use crate::components::{ChatState, Composer, MessageList, Sidebar};
 use crate::models::{Conversation, ModelList};
 
@@ -61,32 +62,38 @@ fn ConversationView(
     let model = conversation
         .as_ref()
         .map_or(models.default.clone(), |c| c.summary.model.clone());
-    let active_run = conversation.as_ref().and_then(|c| c.active_run.clone());
+    let live_run = conversation
+        .as_ref()
+        .and_then(|c| c.active_run.clone())
+        .map(|run| LiveRun {
+            run_id: run.run_id,
+            message_id: run.message_id,
+        });
     let (id, messages) = match conversation {
-        Some(conversation) => {
-            // The active run's message is still empty in the store: the live view replaces it.
-            let active_message = active_run.as_ref().map(|run| run.message_id.clone());
-            let messages = conversation
-                .messages
-                .into_iter()
-                .filter(|m| Some(&m.id) != active_message.as_ref())
-                .collect();
-            (Some(conversation.summary.id), messages)
-        }
+        Some(conversation) => (Some(conversation.summary.id), conversation.messages),
         None => (None, Vec::new()),
     };
-    let state = ChatState::new(id, messages, conversations_changed, model, models.models);
-    if let Some(run) = active_run {
+    // The server renders the running answer as far as it was stored, with Stop; the browser then
+    // follows its stream into the same entry.
+    let state = ChatState::new(
+        id,
+        &messages,
+        live_run.clone(),
+        conversations_changed,
+        model,
+        models.models,
+    );
+    if let Some(run) = live_run {
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {
             #[cfg(feature = "hydrate")]
-            crate::components::live::follow_run(state, run.run_id.clone());
+            crate::components::live::follow_run(state, run.clone());
             #[cfg(not(feature = "hydrate"))]
             let _ = &run;
         });
     }
     #[cfg(feature = "hydrate")]
-    on_cleanup(move || crate::components::live::stop_following_for(state));
+    on_cleanup(move || crate::components::live::stop_following(state));
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {

@@ -6,10 +6,12 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_inspector, get_model_turns, get_trace_overview};
-use crate::components::segments::{format_duration, PersistedSegments};
-use crate::components::StreamingMessage;
+use std::{cell::RefCell, rc::Rc};
+
+use crate::components::feed::{Feed, MessageModel, ReplayCursor};
+use crate::components::segments::{format_duration, MessageBlocks};
 use crate::models::{Trace, TraceOverview};
-use crate::protocol::{fold, parse_rfc3339_millis, Event, Message, Segment};
+use crate::protocol::{parse_rfc3339_millis, Message, Segment};
 
 #[component]
 pub fn TracePage() -> impl IntoView {
@@ -109,89 +111,93 @@ fn TraceView(overview: TraceOverview) -> impl IntoView {
     .into_any()
 }
 
-/// Replays the stored events: play/pause, 1×, 4× or instant, and a scrubber. It opens on the final
-/// message; the events are fetched the first time the replay is played or scrubbed.
+/// Replays the stored events through the chat's own components and event feed: play/pause, 1×,
+/// 4× or instant, and a scrubber. It opens on the final message; the events are fetched the first
+/// time the replay is played or scrubbed.
 #[component]
 fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> impl IntoView {
+    let model = MessageModel::new(final_message.as_ref());
+    let feed = StoredValue::new_local(Feed::new(model));
     let trace_id = StoredValue::new(trace_id);
-    let events = StoredValue::new(Vec::<Event>::new());
-    let loaded = RwSignal::new(false);
+    let cursor = StoredValue::new_local(None::<Rc<RefCell<ReplayCursor>>>);
     let load_error = RwSignal::new(None::<String>);
     // Opens on the final view; Play starts from the first event.
     let position = RwSignal::new(total);
     let playing = RwSignal::new(false);
     let speed = RwSignal::new(4.0_f64);
-    // Bumped on every manual change, so timers from an earlier play stop.
-    let generation = RwSignal::new(0_u64);
-    let message = Memo::new(move |_| {
-        let upto = position.get();
-        if upto >= total || !loaded.get() {
-            return final_message.clone();
-        }
-        events.with_value(|events| fold(&events[..upto.min(events.len())]))
-    });
-    let live: Signal<Option<Message>> = Signal::derive(move || message.get());
     let finished = move || position.get() >= total;
 
-    // Runs `then` once the events are here, fetching them the first time.
-    let with_events = move |then: Box<dyn FnOnce()>| {
-        if loaded.get_untracked() {
-            then();
+    // Runs `then` with the cursor, fetching the events the first time.
+    let with_cursor = move |then: Box<dyn FnOnce(Rc<RefCell<ReplayCursor>>)>| {
+        if let Some(cursor) = cursor.get_value() {
+            then(cursor);
             return;
         }
         #[cfg(feature = "hydrate")]
-        leptos::task::spawn_local(async move {
-            match crate::api::get_trace(trace_id.get_value()).await {
-                Ok(Some(trace)) => {
-                    events.set_value(trace.events);
-                    loaded.set(true);
-                    load_error.set(None);
-                    then();
+        {
+            let feed = feed.get_value();
+            leptos::task::spawn_local(async move {
+                match crate::api::get_trace(trace_id.get_value()).await {
+                    Ok(Some(trace)) => {
+                        let loaded = ReplayCursor::new(feed, trace.events, total);
+                        let loaded = Rc::new(RefCell::new(loaded));
+                        cursor.set_value(Some(loaded.clone()));
+                        load_error.set(None);
+                        then(loaded);
+                    }
+                    Ok(None) => load_error.set(Some("This trace no longer exists.".into())),
+                    Err(error) => {
+                        load_error.set(Some(format!("Could not load the events: {error}")))
+                    }
                 }
-                Ok(None) => load_error.set(Some("This trace no longer exists.".into())),
-                Err(error) => load_error.set(Some(format!("Could not load the events: {error}"))),
-            }
-        });
+            });
+        }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (then, trace_id);
+        let _ = (then, trace_id, feed);
     };
-
+    let seek = move |to: usize| {
+        playing.set(false);
+        with_cursor(Box::new(move |cursor| {
+            cursor.borrow_mut().seek(to);
+            position.set(cursor.borrow().position());
+        }));
+    };
     let play = move |_| {
         if playing.get_untracked() {
             playing.set(false);
-            generation.update(|g| *g += 1);
+            if let Some(cursor) = cursor.get_value() {
+                cursor.borrow_mut().pause();
+            }
             return;
         }
-        with_events(Box::new(move || {
-            if position.get_untracked() >= total {
-                position.set(1.min(total));
+        with_cursor(Box::new(move |cursor| {
+            let instant = speed.get_untracked() == 0.0;
+            let start = if instant { cursor.borrow().len() } else { 1 };
+            if instant || position.get_untracked() >= total {
+                cursor.borrow_mut().seek(start);
             }
-            generation.update(|g| *g += 1);
-            playing.set(true);
-            if speed.get_untracked() == 0.0 {
-                position.set(total);
-                playing.set(false);
-            } else {
+            position.set(cursor.borrow().position());
+            if !instant {
+                playing.set(true);
                 #[cfg(feature = "hydrate")]
-                advance(
-                    events,
-                    position,
-                    playing,
-                    speed,
-                    generation,
-                    generation.get_untracked(),
-                );
+                crate::components::feed::play(cursor, speed, position, playing);
             }
         }));
     };
     let set_speed = move |value: f64| {
         speed.set(value);
         if value == 0.0 && playing.get_untracked() {
-            generation.update(|g| *g += 1);
-            position.set(total);
-            playing.set(false);
+            seek(total);
         }
     };
+    on_cleanup(move || {
+        if let Some(cursor) = cursor.try_get_value().flatten() {
+            cursor.borrow_mut().pause();
+        }
+        if let Some(feed) = feed.try_get_value() {
+            feed.close();
+        }
+    });
     let speed_button = move |value: f64, label: &'static str| {
         view! {
             <button type="button" class="speed" aria-pressed=move || (speed.get() == value).to_string() on:click=move |_| set_speed(value)>
@@ -216,64 +222,17 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
                 prop:value=move || position.get().to_string()
                 on:input=move |event| {
                     let to = event_target_value(&event).parse().unwrap_or(total).min(total);
-                    generation.update(|g| *g += 1);
-                    playing.set(false);
-                    with_events(Box::new(move || position.set(to)));
+                    seek(to);
                 }
             />
             <span class="muted replay-position">{move || format!("event {} of {total}", position.get())}</span>
         </div>
         {move || load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
         <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
-            {move || {
-                if finished() {
-                    let segments = message.get().map(|m| m.segments).unwrap_or_default();
-                    view! { <PersistedSegments segments /> }.into_any()
-                } else {
-                    view! { <StreamingMessage message=live /> }.into_any()
-                }
-            }}
+            <MessageBlocks model />
         </article>
     }
     .into_any()
-}
-
-/// Moves the replay one event forward after the gap the original run had (divided by the speed).
-#[cfg(feature = "hydrate")]
-fn advance(
-    events: StoredValue<Vec<Event>>,
-    position: RwSignal<usize>,
-    playing: RwSignal<bool>,
-    speed: RwSignal<f64>,
-    generation: RwSignal<u64>,
-    current: u64,
-) {
-    let at = position.get_untracked();
-    let (total, gap) = events.with_value(|events| {
-        let gap = match (events.get(at.saturating_sub(1)), events.get(at)) {
-            (Some(previous), Some(next)) => parse_rfc3339_millis(&next.ts)
-                .zip(parse_rfc3339_millis(&previous.ts))
-                .map_or(0, |(b, a)| (b - a).max(0)),
-            _ => 0,
-        };
-        (events.len(), gap)
-    });
-    if at >= total {
-        playing.set(false);
-        return;
-    }
-    let factor = speed.get_untracked().max(0.25);
-    let delay = std::time::Duration::from_millis((gap as f64 / factor) as u64);
-    set_timeout(
-        move || {
-            if !playing.get_untracked() || generation.get_untracked() != current {
-                return;
-            }
-            position.set((at + 1).min(total));
-            advance(events, position, playing, speed, generation, current);
-        },
-        delay,
-    );
 }
 
 struct Bar {

@@ -149,7 +149,7 @@ impl Segment {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReasoningSegment {
     pub id: String,
     pub sequence_number: u32,
@@ -175,16 +175,17 @@ pub struct ReasoningPart {
     pub completed_at: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolCallStatus {
+    #[default]
     Running,
     Success,
     Error,
     Cancelled,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ToolCallSegment {
     pub call_id: String,
     pub sequence_number: u32,

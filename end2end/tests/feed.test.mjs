@@ -1,0 +1,103 @@
+// The one event feed: blocks keep their DOM (and what the person opened) while a run streams, the
+// end of a run keeps the DOM it streamed into, and a streaming answer redraws only its last block.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+
+const PARAGRAPHS = Array.from({ length: 8 }, (_, i) => `Paragraph ${i + 1} of a long answer, written slowly.`);
+
+let server;
+let browser;
+
+before(async () => {
+  server = await startServer({
+    scenarios: {
+      ticking: { delta_interval_ms: 0, steps: [
+        { tool_calls: [{ name: 'sleep', args: { seconds: 3 } }, { name: 'sleep', args: { seconds: 3 } }] },
+        { text: 'Done ticking.' },
+      ] },
+      paragraphs: { delta_chars: 6, delta_interval_ms: 15, steps: [
+        { tool_calls: [{ name: 'sleep', args: { seconds: 0.2 } }] },
+        { text: PARAGRAPHS.join('\n\n') },
+      ] },
+    },
+  });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+});
+
+async function newChat(model) {
+  const session = await openPage(browser);
+  await session.page.goto(server.url);
+  await waitForHydration(session.page);
+  await useModel(session.page, model);
+  return session;
+}
+
+async function setNumber(page, label, value) {
+  if (!(await page.locator('#settings-panel').isVisible())) await page.getByRole('button', { name: 'Settings' }).click();
+  const input = page.getByLabel(label);
+  await input.fill(String(value));
+  await input.dispatchEvent('change');
+  await page.getByRole('button', { name: 'Settings' }).click();
+}
+
+test('a running tool block keeps what the person chose (closed, Show all) while its output streams', async () => {
+  const { page, context, problems } = await newChat('scenario:ticking');
+  await setNumber(page, 'Preview output longer than (lines)', 1);
+  await send(page, 'Tick twice');
+  const blocks = page.locator('details.tool-call.running');
+  await page.waitForFunction(() => document.querySelectorAll('details.tool-call.running[open]').length === 2);
+  const [first, second] = [blocks.nth(0), blocks.nth(1)];
+
+  // The person closes the first block and asks for all of the second one's output.
+  await first.locator('summary').click();
+  await second.locator('.tool-output', { hasText: 'tick 1' }).waitFor();
+  await second.getByRole('button', { name: 'Show all' }).click();
+  await page.evaluate(() => { document.querySelector('details.tool-call').__kept = true; });
+
+  // More ticks stream into both; the choices hold.
+  await second.locator('.tool-output', { hasText: 'tick 3' }).waitFor({ timeout: 5_000 });
+  assert.equal(await first.evaluate((el) => el.open), false, 'the closed block stays closed');
+  assert.equal(await first.evaluate((el) => el.__kept), true, 'the same element, not a redrawn one');
+  assert.match(await second.locator('.tool-output').innerText(), /tick 1\ntick 2\ntick 3/, 'Show all stays pressed');
+  assert.equal(await second.locator('.preview-notice').count(), 0);
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 10_000 });
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the end of a run keeps the DOM it streamed into, and only the last paragraph is redrawn', async () => {
+  const { page, context, problems } = await newChat('scenario:paragraphs');
+  await send(page, 'Write slowly');
+  await page.locator('.message.assistant .markdown p', { hasText: 'Paragraph 2' }).waitFor();
+  // Mark the article, the tool block and the first paragraph as they stream.
+  await page.evaluate(() => {
+    const article = document.querySelector('.message.assistant');
+    article.__mark = 'article';
+    article.querySelector('details.tool-call').__mark = 'tool';
+    article.querySelector('.markdown p').__mark = 'first';
+    window.__firstTextNodes = [];
+    new MutationObserver((records) => {
+      for (const record of records) {
+        for (const node of record.removedNodes) if (node.nodeType === 1 && node.matches?.('p') && node.__mark) window.__firstTextNodes.push(node.__mark);
+      }
+    }).observe(article, { childList: true, subtree: true });
+  });
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  const marks = await page.evaluate(() => {
+    const article = document.querySelector('.message.assistant');
+    return [article.__mark, article.querySelector('details.tool-call').__mark, article.querySelector('.markdown p').__mark, window.__firstTextNodes];
+  });
+  assert.deepEqual(marks, ['article', 'tool', 'first', []], 'nothing was replaced, the first paragraph never redrawn');
+  assert.equal(await page.locator('.message.assistant .markdown p').count(), PARAGRAPHS.length);
+  assert.equal(await page.locator('.message.assistant .message-text').innerText(), PARAGRAPHS.join('\n\n'));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
