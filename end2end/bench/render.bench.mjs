@@ -104,7 +104,8 @@ async function streamingBenchmark(browser, server) {
   if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
   const longest = longTasks.reduce((max, task) => Math.max(max, task.duration), 0);
   console.log(`streaming ${TOKENS} tokens + ${TOOL_CALLS} tool calls: ${wall.toFixed(1)} s wall, ${words} words and ${tools} tool calls rendered`);
-  console.log(`  long tasks over 50 ms while streaming: ${longTasks.length}${longTasks.length ? ` (longest ${longest.toFixed(0)} ms)` : ''}`);
+  const when = longTasks.map((task) => `${task.duration.toFixed(0)} ms at ${((task.start - bench.finalReceived) / 1000).toFixed(2)} s`);
+  console.log(`  long tasks over 50 ms while streaming: ${longTasks.length}${longTasks.length ? ` (longest ${longest.toFixed(0)} ms; relative to message_final: ${when.join(', ')})` : ''}`);
   console.log(`  scripting ${(after.ScriptDuration - before.ScriptDuration).toFixed(2)} s, style ${(after.RecalcStyleDuration - before.RecalcStyleDuration).toFixed(2)} s, layout ${(after.LayoutDuration - before.LayoutDuration).toFixed(2)} s, all tasks ${(after.TaskDuration - before.TaskDuration).toFixed(2)} s`);
   console.log(`  message_final -> final message in the DOM: ${(bench.finalInDom - bench.finalReceived).toFixed(1)} ms; -> painted: ${(bench.finalPainted - bench.finalReceived).toFixed(1)} ms`);
 }
