@@ -53,10 +53,15 @@ pub async fn list_conversations() -> Result<Vec<ConversationSummary>, ServerFnEr
     source.list().await.map_err(ServerFnError::new)
 }
 
+/// A page of a conversation: its newest messages, or those before index `before`.
 #[server(prefix = "/api/fn", endpoint = "conversation")]
-pub async fn get_conversation(id: String) -> Result<Option<Conversation>, ServerFnError> {
+pub async fn get_conversation(
+    id: String,
+    before: Option<usize>,
+) -> Result<Option<Conversation>, ServerFnError> {
     let source = ssr::source()?;
-    source.get(id).await.map_err(ServerFnError::new)
+    let conversation = source.get(id).await.map_err(ServerFnError::new)?;
+    Ok(conversation.map(|conversation| conversation.page(before)))
 }
 
 #[cfg(feature = "ssr")]

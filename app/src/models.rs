@@ -23,6 +23,34 @@ pub struct Conversation {
     /// The run still going in this conversation, if any: a page opened mid-run attaches to it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_run: Option<ActiveRun>,
+    /// How many older messages the page left out (`messages` is then the newest part).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub earlier: usize,
+}
+
+fn is_zero(count: &usize) -> bool {
+    *count == 0
+}
+
+/// How many messages a conversation page shows at first, and loads each time more are asked for.
+pub const CONVERSATION_PAGE: usize = 60;
+
+impl Conversation {
+    /// Keeps the `CONVERSATION_PAGE` messages before index `before` (the newest when `None`),
+    /// starting on a question where one is near, and says how many are older.
+    pub fn page(mut self, before: Option<usize>) -> Self {
+        let end = before
+            .unwrap_or(self.messages.len())
+            .min(self.messages.len());
+        let mut start = end.saturating_sub(CONVERSATION_PAGE);
+        if start > 0 && self.messages[start].role != crate::protocol::Role::User {
+            start = (start + 1).min(end);
+        }
+        self.messages.truncate(end);
+        self.messages.drain(..start);
+        self.earlier = start;
+        self
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,5 +158,49 @@ impl TraceOverview {
             last_event_ms,
             text_spans,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::Message;
+
+    fn conversation(count: usize) -> Conversation {
+        let messages = (0..count)
+            .map(|index| {
+                let id = format!("m{index}");
+                if index % 2 == 0 {
+                    Message::user(id, "q".into(), String::new())
+                } else {
+                    Message::assistant(id, "demo".into(), String::new())
+                }
+            })
+            .collect();
+        Conversation {
+            summary: ConversationSummary {
+                id: "c".into(),
+                title: String::new(),
+                model: "demo".into(),
+                created_at: String::new(),
+                updated_at: String::new(),
+            },
+            messages,
+            active_run: None,
+            earlier: 0,
+        }
+    }
+
+    #[test]
+    fn a_long_conversation_pages_from_its_newest_message_and_starts_on_a_question() {
+        let newest = conversation(71).page(None);
+        assert_eq!(newest.messages.len(), 59);
+        assert_eq!(newest.messages[0].id, "m12");
+        assert_eq!(newest.earlier, 12);
+        let older = conversation(71).page(Some(12));
+        assert_eq!((older.messages.len(), older.earlier), (12, 0));
+        let short = conversation(5).page(None);
+        assert_eq!((short.messages.len(), short.earlier), (5, 0));
+        assert_eq!(conversation(5).page(Some(99)).messages.len(), 5);
     }
 }

@@ -9,7 +9,9 @@
 // 2. Opens the stored trace of a 5,000-event run and records the time to the replay's final view.
 // 3. Replays stored traces of about 1,000 and 5,000 events at Instant and at 4x: time per event
 //    (wall and scripting) and their ratio, which is near 1 when the replay is linear.
-// `npm run bench -- stream|trace|replay` runs one part.
+// 4. A conversation of 200 turns, 2,000 tool calls and a 5,000-event trace: long tasks while it
+//    opens, while scrolling, and while a new answer streams.
+// `npm run bench -- stream|trace|replay|long` runs one part.
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
@@ -195,6 +197,72 @@ async function replayBenchmark(browser, server) {
   }
 }
 
+/** A turn of a long conversation: ten quick tool calls and a few paragraphs with a table. */
+function turn(index) {
+  const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
+  const text = `Turn ${index}: the **answer** with a table.\n\n| file | hits |\n|---|---|\n| a.rs | ${index} |\n| b.rs | 3 |\n\n` +
+    'A paragraph of explanation that runs on for a while, as answers do. '.repeat(6);
+  return { delta_chars: 400, delta_interval_ms: 0, steps: [{ reasoning: [`Turn ${index}.`] }, { tool_calls: calls }, { text }] };
+}
+
+/** 200 turns with 2,000 tool calls (and one 5,000-event trace): open, scroll, stream a new answer. */
+async function longConversationBenchmark(browser, server) {
+  let conversationId = null;
+  const post = async (model) => {
+    const response = await fetch(`${server.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: 'Next turn', model, conversation_id: conversationId }),
+    });
+    const body = await response.text();
+    conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
+  };
+  const built = Date.now();
+  await post('scenario:big');
+  for (let index = 1; index < 200; index += 1) await post(`scenario:turn${index % 10}`);
+  console.log(`long conversation: 200 turns stored in ${((Date.now() - built) / 1000).toFixed(1)} s`);
+
+  const { page, context, problems } = await openPage(browser);
+  await page.addInitScript(INSTRUMENT);
+  await useModel(page, 'scenario:busy_short');
+  const started = Date.now();
+  await page.goto(`${server.url}/c/${conversationId}`);
+  await waitForHydration(page);
+  const opened = Date.now() - started;
+  const bytes = await page.evaluate(() => performance.getEntriesByType('navigation')[0]?.encodedBodySize ?? 0);
+  const phase = async (name, work) => {
+    const from = await page.evaluate(() => window.__bench.longTasks.length);
+    await work();
+    const tasks = (await page.evaluate(() => window.__bench.longTasks)).slice(from);
+    const longest = tasks.reduce((max, task) => Math.max(max, task.duration), 0);
+    console.log(`  ${name}: ${tasks.length} long tasks over 50 ms${tasks.length ? ` (longest ${longest.toFixed(0)} ms)` : ''}`);
+  };
+  const all = await page.evaluate(() => window.__bench.longTasks);
+  console.log(`  opened in ${opened} ms (${(bytes / 1024).toFixed(0)} KiB of HTML, ${await page.locator('article.message').count()} messages, ${await page.locator('.tool-call').count()} tool blocks); long tasks while opening: ${all.length}${all.length ? ` (longest ${all.reduce((m, t) => Math.max(m, t.duration), 0).toFixed(0)} ms)` : ''}`);
+  await phase('loading every earlier page', async () => {
+    while (await page.locator('.load-earlier').count()) {
+      const shown = await page.locator('article.message').count();
+      await page.locator('.load-earlier').click();
+      await page.waitForFunction((n) => document.querySelectorAll('article.message').length > n, shown);
+    }
+  });
+  await phase('scrolling to the top and back', async () => {
+    for (let step = 0; step < 20; step += 1) {
+      await page.mouse.wheel(0, -4000);
+      await page.waitForTimeout(30);
+    }
+    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
+    await page.waitForTimeout(200);
+  });
+  await phase('streaming a new answer', async () => {
+    const answers = await page.locator('article.message.assistant').count();
+    await send(page, 'One more');
+    await page.locator('article.message.assistant[data-status="complete"]').nth(answers).waitFor({ timeout: 120_000 });
+  });
+  await context.close();
+  if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+}
+
 const only = process.argv[2];
 const server = await startServer({
   workspace,
@@ -202,6 +270,8 @@ const server = await startServer({
     busy: busyRun(TOKENS, TOOL_CALLS, 1),
     replay_1k: busyRun(800, 4, 1),
     replay_5k: busyRun(4_000, 20, 1),
+    busy_short: busyRun(2_000, 10, 1),
+    ...Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`turn${index}`, turn(index)])),
     // Each grep_search call streams 40 matching lines: about 42 events per call.
     big: busyRun(4_160, 30, 0),
   },
@@ -211,6 +281,7 @@ try {
   if (!only || only === 'stream') await streamingBenchmark(browser, server);
   if (!only || only === 'trace') await traceBenchmark(browser, server);
   if (!only || only === 'replay') await replayBenchmark(browser, server);
+  if (!only || only === 'long') await longConversationBenchmark(browser, server);
 } finally {
   await browser.close();
   await server.stop();

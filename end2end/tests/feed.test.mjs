@@ -18,6 +18,7 @@ before(async () => {
         { tool_calls: [{ name: 'sleep', args: { seconds: 3 } }, { name: 'sleep', args: { seconds: 3 } }] },
         { text: 'Done ticking.' },
       ] },
+      quick: { delta_interval_ms: 0, steps: [{ tool_calls: [{ name: 'sleep', args: { seconds: 0 } }] }, { text: 'Quick answer.' }] },
       paragraphs: { delta_chars: 6, delta_interval_ms: 15, steps: [
         { tool_calls: [{ name: 'sleep', args: { seconds: 0.2 } }] },
         { text: PARAGRAPHS.join('\n\n') },
@@ -98,6 +99,34 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
   assert.deepEqual(marks, ['article', 'tool', 'first', []], 'nothing was replaced, the first paragraph never redrawn');
   assert.equal(await page.locator('.message.assistant .markdown p').count(), PARAGRAPHS.length);
   assert.equal(await page.locator('.message.assistant .message-text').innerText(), PARAGRAPHS.join('\n\n'));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a long conversation opens on its newest messages and loads the earlier ones on request', async () => {
+  let conversationId = null;
+  for (let turn = 0; turn < 35; turn += 1) {
+    const response = await fetch(`${server.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: `Question ${turn}`, model: 'scenario:quick', conversation_id: conversationId }),
+    });
+    const body = await response.text();
+    conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
+  }
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/c/${conversationId}`);
+  await waitForHydration(page);
+  assert.equal(await page.locator('article.message').count(), 60, 'the newest page');
+  assert.equal(await page.locator('article.message.user').first().innerText(), 'Question 5');
+  await page.getByRole('button', { name: 'Show earlier messages (10 more)' }).click();
+  await page.locator('article.message.user', { hasText: 'Question 0' }).waitFor();
+  assert.equal(await page.locator('article.message').count(), 70);
+  assert.equal(await page.locator('.load-earlier').count(), 0, 'nothing more to load');
+  // Still a working conversation: a new question streams at the end.
+  await useModel(page, 'scenario:quick');
+  await send(page, 'Question 35');
+  await page.locator('article.message.assistant[data-status="complete"]').nth(35).waitFor();
   assert.deepEqual(problems, []);
   await context.close();
 });

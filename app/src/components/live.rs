@@ -48,6 +48,8 @@ pub struct LiveRun {
 pub struct ChatState {
     pub conversation_id: RwSignal<Option<String>>,
     pub entries: RwSignal<Vec<Entry>>,
+    /// How many older messages are not loaded yet.
+    pub earlier: RwSignal<usize>,
     /// The run being followed.
     pub live_run: RwSignal<Option<LiveRun>>,
     /// A problem with the connection, shown with a retry.
@@ -69,6 +71,7 @@ impl ChatState {
     pub fn new(
         conversation_id: Option<String>,
         messages: &[Message],
+        earlier: usize,
         live_run: Option<LiveRun>,
         conversations_changed: RwSignal<u32>,
         model: String,
@@ -79,6 +82,7 @@ impl ChatState {
             models: RwSignal::new(models),
             conversation_id: RwSignal::new(conversation_id),
             entries: RwSignal::new(messages.iter().map(Entry::new).collect()),
+            earlier: RwSignal::new(earlier),
             live_run: RwSignal::new(live_run),
             connection_error: RwSignal::new(None),
             conversations_changed,
@@ -123,6 +127,20 @@ impl ChatState {
                 _ => None,
             })
         })
+    }
+
+    /// Puts older messages (a page loaded later) before the ones shown.
+    pub fn prepend(&self, messages: &[Message], earlier: usize) {
+        let make = || messages.iter().map(Entry::new).collect::<Vec<_>>();
+        let mut older = match self.owner.get_value() {
+            Some(owner) => owner.with(make),
+            None => make(),
+        };
+        self.entries.update(|entries| {
+            older.retain(|entry| entries.iter().all(|shown| shown.id() != entry.id()));
+            entries.splice(0..0, older);
+        });
+        self.earlier.set(earlier);
     }
 
     pub fn push_user(&self, id: String, text: String) {

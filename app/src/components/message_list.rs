@@ -17,6 +17,9 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                     <p class="muted">"Every reasoning step and tool call shows up here as it happens."</p>
                 </div>
             </Show>
+            <Show when=move || { state.earlier.get() > 0 }>
+                <EarlierMessages state />
+            </Show>
             <For each=move || state.entries.get() key=|entry| entry.id().to_owned() let:entry>
                 {match entry {
                     Entry::User { text, .. } => view! {
@@ -32,6 +35,43 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// A long conversation opens on its newest messages; older ones load a page at a time.
+#[component]
+fn EarlierMessages(state: ChatState) -> impl IntoView {
+    let loading = RwSignal::new(false);
+    let load = move |_| {
+        let (Some(id), before) = (
+            state.conversation_id.get_untracked(),
+            state.earlier.get_untracked(),
+        ) else {
+            return;
+        };
+        loading.set(true);
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            match crate::api::get_conversation(id, Some(before)).await {
+                Ok(Some(page)) => state.prepend(&page.messages, page.earlier),
+                Ok(None) => state
+                    .connection_error
+                    .set(Some("This conversation no longer exists.".into())),
+                Err(error) => state
+                    .connection_error
+                    .set(Some(format!("Could not load earlier messages: {error}"))),
+            }
+            loading.set(false);
+        });
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (id, before);
+    };
+    view! {
+        <div class="earlier-messages">
+            <button type="button" class="load-earlier" on:click=load disabled=move || loading.get()>
+                {move || format!("Show earlier messages ({} more)", state.earlier.get())}
+            </button>
+        </div>
+    }
 }
 
 /// An answer, live or stored: the same article either way. While its run streams it has Stop;

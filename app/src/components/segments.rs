@@ -144,19 +144,39 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
             }
         })
     };
+    let verbose = move || settings.get().mode == DisplayMode::Verbose;
+    // The parts are drawn the first time the block opens.
+    let opened = RwSignal::new(false);
     let parts = move || {
-        segment.with(|segment| {
-            segment
-                .parts
-                .iter()
-                .map(|part| view! { <div class="reasoning-part"><Markdown text=part.text.clone() /></div> })
-                .collect_view()
+        (verbose() || opened.get()).then(|| {
+            segment.with(|segment| {
+                segment
+                    .parts
+                    .iter()
+                    .map(|part| view! { <div class="reasoning-part"><Markdown text=part.text.clone() /></div> })
+                    .collect_view()
+            })
         })
+    };
+    let on_toggle = move |event: leptos::ev::Event| {
+        #[cfg(feature = "hydrate")]
+        {
+            use wasm_bindgen::JsCast;
+            let element = event
+                .target()
+                .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok());
+            if element.is_some_and(|element| element.open()) {
+                opened.set(true);
+            }
+        }
+        #[cfg(not(feature = "hydrate"))]
+        let _ = (event, opened);
     };
     view! {
         <details
             class="segment reasoning"
-            open=move || settings.get().mode == DisplayMode::Verbose
+            open=verbose
+            on:toggle=on_toggle
             hidden=move || settings.get().mode == DisplayMode::Minimal
         >
             <summary>
@@ -234,6 +254,7 @@ pub fn ToolCallSegment(
         }
     });
     let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
+    let opened = RwSignal::new(false);
     let open = move || match chosen.get() {
         Some((mode, open)) if mode == settings.get().mode => open,
         _ => by_default.get(),
@@ -247,14 +268,20 @@ pub fn ToolCallSegment(
                 .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok());
             if let Some(element) = element {
                 let now = element.open();
+                if now {
+                    opened.set(true);
+                }
                 let mode = settings.get_untracked().mode;
                 // A toggle that matches the default is ours (or undoes the person's choice).
                 chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
             }
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (event, chosen);
+        let _ = (event, chosen, opened);
     };
+    // A collapsed block's body is drawn the first time it opens: a long conversation holds
+    // thousands of closed blocks.
+    let drawn = move || open() || opened.get();
     let (name, call_id) = call.with_untracked(|c| (c.name.clone(), c.call_id.clone()));
     let title = move || call.with(|c| c.display.clone().unwrap_or_else(|| c.name.clone()));
     let status_view = move || {
@@ -289,15 +316,17 @@ pub fn ToolCallSegment(
                 <code class="tool-name">{name.clone()}</code>
                 {status_view}
             </summary>
-            {error}
-            <div class="tool-section">
-                <div class="tool-label">"Arguments"</div>
-                <pre class="tool-args">{args}</pre>
-            </div>
-            <Show when=move || output.with(|o| !o.is_empty())>
-                <ToolOutput output />
+            <Show when=drawn>
+                {error}
+                <div class="tool-section">
+                    <div class="tool-label">"Arguments"</div>
+                    <pre class="tool-args">{args}</pre>
+                </div>
+                <Show when=move || output.with(|o| !o.is_empty())>
+                    <ToolOutput output />
+                </Show>
+                {truncation}
             </Show>
-            {truncation}
         </details>
     }
     .into_any()

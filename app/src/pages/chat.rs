@@ -21,7 +21,7 @@ pub fn ChatPage() -> impl IntoView {
         |id| async move {
             let models = list_models().await?;
             let conversation = match id {
-                Some(id) => get_conversation(id).await?,
+                Some(id) => get_conversation(id, None).await?,
                 None => None,
             };
             Ok::<_, ServerFnError>((conversation, models))
@@ -69,15 +69,20 @@ fn ConversationView(
             run_id: run.run_id,
             message_id: run.message_id,
         });
-    let (id, messages) = match conversation {
-        Some(conversation) => (Some(conversation.summary.id), conversation.messages),
-        None => (None, Vec::new()),
+    let (id, messages, earlier) = match conversation {
+        Some(conversation) => (
+            Some(conversation.summary.id),
+            conversation.messages,
+            conversation.earlier,
+        ),
+        None => (None, Vec::new(), 0),
     };
     // The server renders the running answer as far as it was stored, with Stop; the browser then
     // follows its stream into the same entry.
     let state = ChatState::new(
         id,
         &messages,
+        earlier,
         live_run.clone(),
         conversations_changed,
         model,

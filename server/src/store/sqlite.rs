@@ -314,6 +314,7 @@ impl Store {
             summary,
             messages,
             active_run,
+            earlier: 0,
         }))
     }
 
