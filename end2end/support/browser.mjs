@@ -50,6 +50,15 @@ export async function openPage(browser) {
   return { page, context, problems };
 }
 
+/** A new context on the app's start page, hydrated, whose chat requests use `model`. */
+export async function openChat(browser, url, model) {
+  const session = await openPage(browser);
+  await session.page.goto(url);
+  await waitForHydration(session.page);
+  await useModel(session.page, model);
+  return session;
+}
+
 /** Resolves once the wasm has hydrated the page (the app marks <body> when it has). */
 export async function waitForHydration(page) {
   await page.waitForSelector('body[data-hydrated="true"]', { timeout: 15_000 });

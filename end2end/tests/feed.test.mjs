@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
 
 const PARAGRAPHS = Array.from({ length: 8 }, (_, i) => `Paragraph ${i + 1} of a long answer, written slowly.`);
 
@@ -33,12 +33,8 @@ after(async () => {
   await server?.stop();
 });
 
-async function newChat(model) {
-  const session = await openPage(browser);
-  await session.page.goto(server.url);
-  await waitForHydration(session.page);
-  await useModel(session.page, model);
-  return session;
+function newChat(model) {
+  return openChat(browser, server.url, model);
 }
 
 async function setNumber(page, label, value) {

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openChat, waitForHydration, send } from '../support/browser.mjs';
 
 const ANSWER = 'The answer arrives in many small pieces so that a reload lands in the middle of it. '.repeat(3).trim();
 const HOSTILE = '<img src=x onerror="window.__pwned=1"><script>window.__pwned=1</script>';
@@ -49,12 +49,8 @@ after(async () => {
   await server?.stop();
 });
 
-async function newChat(model) {
-  const session = await openPage(browser);
-  await session.page.goto(server.url);
-  await waitForHydration(session.page);
-  await useModel(session.page, model);
-  return session;
+function newChat(model) {
+  return openChat(browser, server.url, model);
 }
 
 test('tools show a spinner while running, then a check mark and duration; reasoning streams without a toggle', async () => {

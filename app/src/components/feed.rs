@@ -13,7 +13,7 @@ use std::{cell::RefCell, rc::Rc};
 
 use leptos::prelude::*;
 
-use crate::protocol::{Event, Message, MessageStatus, Reducer, Segment, ToolCallStatus, Usage};
+use crate::protocol::{Event, Message, MessageStatus, Reducer, Segment, ToolCallStatus};
 
 /// One block of a message. Its kind never changes for an id; its content is a signal.
 #[derive(Clone)]
@@ -46,7 +46,6 @@ pub struct MessageModel {
     pub blocks: RwSignal<Vec<Block>>,
     pub ended_reason: RwSignal<Option<String>>,
     pub trace_id: RwSignal<Option<String>>,
-    pub usage: RwSignal<Option<Usage>>,
 }
 
 impl MessageModel {
@@ -57,7 +56,6 @@ impl MessageModel {
             blocks: RwSignal::new(Vec::new()),
             ended_reason: RwSignal::new(None),
             trace_id: RwSignal::new(None),
-            usage: RwSignal::new(None),
         };
         model.sync(message);
         model
@@ -72,7 +70,6 @@ impl MessageModel {
         set_if_changed(self.status, message.status);
         set_if_changed(self.ended_reason, message.ended_reason.clone());
         set_if_changed(self.trace_id, message.trace_id.clone());
-        set_if_changed(self.usage, message.usage);
         // A terminal message may differ anywhere (it is the server's final word): compare fully.
         let thorough = message.status != MessageStatus::Streaming;
         let mut ids_changed = false;
@@ -119,7 +116,6 @@ impl MessageModel {
     fn reset(&self) {
         set_if_changed(self.status, MessageStatus::Streaming);
         set_if_changed(self.ended_reason, None);
-        set_if_changed(self.usage, None);
         if self.blocks.with_untracked(|blocks| !blocks.is_empty()) {
             self.blocks.set(Vec::new());
         }
@@ -211,10 +207,6 @@ impl Feed {
         self
     }
 
-    pub fn model(&self) -> MessageModel {
-        self.0.borrow().model
-    }
-
     /// Queues events; they are applied with the next animation frame.
     pub fn push(&self, events: impl IntoIterator<Item = Event>) {
         let request = {
@@ -233,27 +225,20 @@ impl Feed {
 
     /// Applies every queued event and publishes the message once.
     pub fn flush(&self) {
-        let (model, message, ended) = {
+        let ended = {
             let mut inner = self.0.borrow_mut();
             inner.frame_requested = false;
-            if inner.closed {
+            let pending = std::mem::take(&mut inner.pending);
+            if inner.closed || pending.is_empty() {
                 return;
             }
-            let pending = std::mem::take(&mut inner.pending);
             for event in &pending {
                 inner.reducer.apply(event);
             }
-            if pending.is_empty() {
-                return;
-            }
-            let ended = inner
-                .reducer
-                .is_finished()
-                .then(|| inner.on_end.take())
-                .flatten();
-            (inner.model, inner.reducer.message().cloned(), ended)
+            let finished = inner.reducer.is_finished();
+            finished.then(|| inner.on_end.take()).flatten()
         };
-        model.sync(message.as_ref());
+        self.publish();
         if let Some(ended) = ended {
             ended();
         }
@@ -261,16 +246,22 @@ impl Feed {
 
     /// Starts again from `events` (scrubbing backwards): a fresh reducer folds them now.
     pub fn rewind(&self, events: &[Event]) {
-        let (model, message) = {
+        {
             let mut inner = self.0.borrow_mut();
             inner.pending.clear();
             inner.reducer = Reducer::default();
             for event in events {
                 inner.reducer.apply(event);
             }
-            (inner.model, inner.reducer.message().cloned())
-        };
-        model.sync(message.as_ref());
+        }
+        self.publish();
+    }
+
+    /// Syncs the model from the reducer's message, borrowed, not copied: setting signals only
+    /// schedules effects, so nothing re-enters the feed meanwhile.
+    fn publish(&self) {
+        let inner = self.0.borrow();
+        inner.model.sync(inner.reducer.message());
     }
 
     /// Stops taking events; a frame already requested does nothing.
@@ -339,6 +330,15 @@ impl ReplayCursor {
         self.at = to;
     }
 
+    /// Moves one event forward; returns the new position.
+    pub fn step(&mut self) -> usize {
+        if let Some(event) = self.events.get(self.at) {
+            self.feed.push([event.clone()]);
+            self.at += 1;
+        }
+        self.at
+    }
+
     pub fn pause(&mut self) {
         #[cfg(feature = "hydrate")]
         if let Some(timer) = self.timer.take() {
@@ -381,14 +381,12 @@ pub fn play(
     let next = cursor.clone();
     let handle = set_timeout_with_handle(
         move || {
-            {
+            let at = {
                 let mut cursor = next.borrow_mut();
                 cursor.timer = None;
-                let to = cursor.position() + 1;
-                cursor.feed.push(cursor.events[to - 1..to].iter().cloned());
-                cursor.at = to;
-            }
-            position.set(at + 1);
+                cursor.step()
+            };
+            position.set(at);
             play(next, speed, position, playing);
         },
         delay,

@@ -94,18 +94,11 @@ impl ChatState {
 
     /// The model of assistant message `message_id`, added at the end when it is not there yet.
     pub fn assistant_model(&self, message_id: &str) -> MessageModel {
-        let found = self.entries.with_untracked(|entries| {
-            entries.iter().find_map(|entry| match entry {
-                Entry::Assistant { id, model } if id == message_id => Some(*model),
-                _ => None,
-            })
-        });
+        let found = self
+            .entries
+            .with_untracked(|entries| find_assistant(entries, message_id));
         found.unwrap_or_else(|| {
-            let make = || MessageModel::new(None);
-            let model = match self.owner.get_value() {
-                Some(owner) => owner.with(make),
-                None => make(),
-            };
+            let model = self.owned(|| MessageModel::new(None));
             self.entries.update(|entries| {
                 entries.push(Entry::Assistant {
                     id: message_id.to_owned(),
@@ -121,21 +114,21 @@ impl ChatState {
         let message_id = self
             .live_run
             .with(|run| run.as_ref().map(|run| run.message_id.clone()))?;
-        self.entries.with(|entries| {
-            entries.iter().find_map(|entry| match entry {
-                Entry::Assistant { id, model } if *id == message_id => Some(*model),
-                _ => None,
-            })
-        })
+        self.entries
+            .with(|entries| find_assistant(entries, &message_id))
+    }
+
+    /// Makes signals under the view's owner, whoever calls (an event handler has none).
+    fn owned<T>(&self, make: impl FnOnce() -> T) -> T {
+        match self.owner.get_value() {
+            Some(owner) => owner.with(make),
+            None => make(),
+        }
     }
 
     /// Puts older messages (a page loaded later) before the ones shown.
     pub fn prepend(&self, messages: &[Message], earlier: usize) {
-        let make = || messages.iter().map(Entry::new).collect::<Vec<_>>();
-        let mut older = match self.owner.get_value() {
-            Some(owner) => owner.with(make),
-            None => make(),
-        };
+        let mut older = self.owned(|| messages.iter().map(Entry::new).collect::<Vec<_>>());
         self.entries.update(|entries| {
             older.retain(|entry| entries.iter().all(|shown| shown.id() != entry.id()));
             entries.splice(0..0, older);
@@ -168,6 +161,13 @@ impl ChatState {
         #[cfg(feature = "hydrate")]
         self.following.set_value(None);
     }
+}
+
+fn find_assistant(entries: &[Entry], message_id: &str) -> Option<MessageModel> {
+    entries.iter().find_map(|entry| match entry {
+        Entry::Assistant { id, model } if id == message_id => Some(*model),
+        _ => None,
+    })
 }
 
 #[cfg(feature = "hydrate")]

@@ -159,18 +159,9 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
         })
     };
     let on_toggle = move |event: leptos::ev::Event| {
-        #[cfg(feature = "hydrate")]
-        {
-            use wasm_bindgen::JsCast;
-            let element = event
-                .target()
-                .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok());
-            if element.is_some_and(|element| element.open()) {
-                opened.set(true);
-            }
+        if details_open(&event) == Some(true) {
+            opened.set(true);
         }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (event, opened);
     };
     view! {
         <details
@@ -214,6 +205,23 @@ fn LiveReasoning(segment: Signal<Reasoning>) -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// Whether the `<details>` a `toggle` event came from is now open (`None` on the server).
+fn details_open(event: &leptos::ev::Event) -> Option<bool> {
+    #[cfg(feature = "hydrate")]
+    {
+        use wasm_bindgen::JsCast;
+        event
+            .target()
+            .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok())
+            .map(|element| element.open())
+    }
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let _ = event;
+        None
+    }
 }
 
 fn status_class(status: ToolCallStatus) -> &'static str {
@@ -260,24 +268,14 @@ pub fn ToolCallSegment(
         _ => by_default.get(),
     };
     let on_toggle = move |event: leptos::ev::Event| {
-        #[cfg(feature = "hydrate")]
-        {
-            use wasm_bindgen::JsCast;
-            let element = event
-                .target()
-                .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok());
-            if let Some(element) = element {
-                let now = element.open();
-                if now {
-                    opened.set(true);
-                }
-                let mode = settings.get_untracked().mode;
-                // A toggle that matches the default is ours (or undoes the person's choice).
-                chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
+        if let Some(now) = details_open(&event) {
+            if now {
+                opened.set(true);
             }
+            let mode = settings.get_untracked().mode;
+            // A toggle that matches the default is ours (or undoes the person's choice).
+            chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
         }
-        #[cfg(not(feature = "hydrate"))]
-        let _ = (event, chosen, opened);
     };
     // A collapsed block's body is drawn the first time it opens: a long conversation holds
     // thousands of closed blocks.
