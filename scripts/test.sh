@@ -21,6 +21,9 @@ ensure_build_tools
 ensure_rust_components
 ensure_browser_tools
 
+# A test run builds once: incremental state (7 GB on a fresh clone) only costs disk here.
+export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
@@ -42,7 +45,9 @@ step "browser tests (end2end)"
 # The benchmarks' load generator, at a tiny scale: it must keep working against the real binary
 # (scripts/bench.sh runs it at full scale).
 step "load generator smoke run (bench)"
-cargo build -p bench --bin loadgen --locked
+# The same packages and targets as `cargo test`, so the features unify the same way and only the
+# loadgen binary links (`-p bench` alone rebuilt the server library with other features).
+cargo build -p app -p server -p bench --bins --tests --locked
 loadgen() { target/debug/loadgen --binary "$GLASSBOX_BIN" "$@"; }
 loadgen streams --streams 20 --rate 20 --seconds 1
 loadgen burst --runs 50 --over 0.5 --deltas 20
