@@ -60,7 +60,9 @@ if run bundle; then
   (cd end2end && npm run -s bench:transfer)
   log "bundle sizes (raw, gzip -9, brotli 11)"
   # Names carry a content hash (glassbox.<hash>.wasm); the .br and .gz beside them are skipped.
-  for file in target/site/pkg/glassbox*.wasm target/site/pkg/glassbox*.js target/site/pkg/glassbox*.css; do
+  # With --split: the lazily loaded chunks (split_*.wasm) and their loader (__wasm_split.*.js).
+  for file in target/site/pkg/glassbox*.wasm target/site/pkg/split_*.wasm target/site/pkg/glassbox*.js \
+    target/site/pkg/__wasm_split.*.js target/site/pkg/glassbox*.css; do
     node -e '
       const fs = require("fs"), zlib = require("zlib");
       const bytes = fs.readFileSync(process.argv[1]);

@@ -13,7 +13,7 @@ use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, HashedStylesheet, MetaTags, Title};
 use leptos_router::{
     components::{Route, Router, Routes},
-    path, SsrMode,
+    path, Lazy, SsrMode,
 };
 
 /// The HTML document around the app; the server renders it for every page.
@@ -52,7 +52,7 @@ pub fn App() -> impl IntoView {
                 // stored conversation at once, with no loading state to flash.
                 <Route path=path!("") view=pages::ChatPage ssr=SsrMode::Async />
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
-                <Route path=path!("/t/:id") view=pages::TracePage ssr=SsrMode::Async />
+                <Route path=path!("/t/:id") view={Lazy::<pages::TracePage>::new()} ssr=SsrMode::Async />
             </Routes>
         </Router>
     }

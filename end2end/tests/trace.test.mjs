@@ -118,3 +118,30 @@ test('a stopped run\'s trace opens and says how it ended', async () => {
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('the trace page is a lazily loaded wasm chunk: a chat never fetches it, the trace page does', async () => {
+  const { page, context, problems } = await openPage(browser);
+  const wasm = [];
+  page.on('response', (r) => { if (r.url().endsWith('.wasm')) wasm.push(new URL(r.url()).pathname); });
+  await chat(page, 'scenario:work', 'Find the TODO again');
+  const assistant = page.locator('.message.assistant[data-status="complete"]');
+  await assistant.waitFor({ timeout: 15_000 });
+  assert.deepEqual(wasm.map((path) => path.split('.')[0]), ['/pkg/glassbox'], 'the chat loads the main bundle only');
+
+  // Opened directly (server-rendered, then hydrated once the chunk is in), the page works.
+  const href = await assistant.getByRole('link', { name: 'View trace' }).getAttribute('href');
+  wasm.length = 0;
+  await page.goto(new URL(href, server.url).href);
+  await waitForHydration(page);
+  await page.getByRole('tab', { name: 'Inspector' }).click();
+  await page.locator('.inspector-entry').first().waitFor();
+  const chunk = wasm.find((path) => path.startsWith('/pkg/split_'));
+  assert.ok(chunk, `the trace page loaded its chunk: ${wasm}`);
+
+  // The chunk is content-hashed, precompressed and cached like the main bundle.
+  const response = await fetch(new URL(chunk, server.url), { headers: { 'accept-encoding': 'br' } });
+  assert.equal(response.headers.get('content-encoding'), 'br');
+  assert.equal(response.headers.get('cache-control'), 'public, max-age=31536000, immutable');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

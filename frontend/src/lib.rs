@@ -8,7 +8,8 @@ pub fn hydrate() {
         console_error_panic_hook::hook(info);
         show_crash_notice();
     }));
-    leptos::mount::hydrate_body(app::App);
+    // Lazy: the trace page's code is a chunk of its own (`--split`); hydration waits for it.
+    leptos::mount::hydrate_lazy(app::App);
     install_test_panic_hook();
 }
 

@@ -122,8 +122,9 @@ build_site() {
   ensure_wasm_opt
   if [ -n "$WASM_OPT_READY" ]; then
     # --precompress writes .br and .gz beside each asset; the server picks one per Accept-Encoding.
-    log "cargo leptos build --release --precompress"
-    cargo leptos build --release --precompress
+    # --split moves lazily loaded code (the trace page) into wasm chunks of its own.
+    log "cargo leptos build --release --precompress --split"
+    cargo leptos build --release --precompress --split
     GLASSBOX_BIN="$PWD/target/release/glassbox"
   else
     log "wasm-opt not found (no npm?): building the debug profile instead of release"

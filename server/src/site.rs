@@ -1,6 +1,7 @@
 //! The built site: where it is, and the names the build gave its bundle. With `hash-files` (see
 //! the workspace's `[package.metadata.leptos]`), cargo-leptos names the JS, wasm and CSS after
-//! their content (`glassbox.<hash>.wasm`) and writes the hashes to `hash.txt` beside the binary;
+//! their content (`glassbox.<hash>.wasm`, and with `--split` the lazily loaded chunks and their
+//! loader too) and writes the hashes to `hash.txt` beside the binary;
 //! those names never change content, so they are cached for a year. Without it (a stand-in site,
 //! a test binary elsewhere), the plain names are used and revalidated.
 
@@ -12,6 +13,9 @@ use std::{
 /// The plain name of the bundle's JS: stand-in sites (tests, the load generator) create it.
 pub const BUNDLE_FILE: &str = "pkg/glassbox.js";
 const OUTPUT_NAME: &str = "glassbox";
+/// With `--split`: the JS that loads the wasm chunks, and the manifest naming them.
+const SPLIT_LOADER: &str = "__wasm_split";
+const SPLIT_MANIFEST: &str = "__wasm_split_manifest";
 
 /// The bundle found in a site root.
 #[derive(Clone, Debug, Default)]
@@ -25,25 +29,49 @@ pub struct Bundle {
 /// The bundle in `root`, or `None` when it holds no built JS.
 pub fn bundle_in(root: &Path) -> Option<Bundle> {
     if let Some(hashes) = read_hashes() {
-        let hashed = |extension: &str| {
+        let hashed = |key: &str, prefix: &str, extension: &str| {
             hashes
-                .get(extension)
-                .map(|hash| format!("{OUTPUT_NAME}.{hash}.{extension}"))
+                .get(key)
+                .map(|hash| format!("{prefix}.{hash}.{extension}"))
         };
-        if hashed("js").is_some_and(|js| root.join("pkg").join(js).is_file()) {
+        let pkg = root.join("pkg");
+        if hashed("js", OUTPUT_NAME, "js").is_some_and(|js| pkg.join(js).is_file()) {
+            let manifest = hashed("manifest", SPLIT_MANIFEST, "json");
+            let chunks = manifest.as_ref().map(|m| split_chunks(&pkg.join(m)));
+            let immutable = [
+                hashed("js", OUTPUT_NAME, "js"),
+                hashed("wasm", OUTPUT_NAME, "wasm"),
+                hashed("css", OUTPUT_NAME, "css"),
+                hashed("split", SPLIT_LOADER, "js"),
+                manifest,
+            ]
+            .into_iter()
+            .flatten()
+            .chain(chunks.into_iter().flatten())
+            .collect();
             return Some(Bundle {
                 hashed: true,
-                immutable: ["js", "wasm", "css"]
-                    .into_iter()
-                    .filter_map(hashed)
-                    .collect(),
+                immutable,
             });
         }
     }
     root.join(BUNDLE_FILE).is_file().then(Bundle::default)
 }
 
-/// `hash.txt` beside the running binary: lines `js: <hash>`, `wasm: <hash>`, `css: <hash>`.
+/// The lazily loaded wasm chunks `cargo leptos build --split` wrote, as the split manifest lists
+/// them (`{"<split point>": ["<chunk>.<hash>", ...]}`); their names carry their content's hash.
+fn split_chunks(manifest: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(manifest).unwrap_or_default();
+    let chunks: HashMap<String, Vec<String>> = serde_json::from_str(&text).unwrap_or_default();
+    chunks
+        .into_values()
+        .flatten()
+        .map(|chunk| format!("{chunk}.wasm"))
+        .collect()
+}
+
+/// `hash.txt` beside the running binary: lines `js: <hash>`, `wasm: <hash>`, `css: <hash>`, and
+/// with `--split` `manifest: <hash>` and `split: <hash>`.
 fn read_hashes() -> Option<HashMap<String, String>> {
     let path = std::env::current_exe().ok()?.parent()?.join("hash.txt");
     let text = std::fs::read_to_string(path).ok()?;

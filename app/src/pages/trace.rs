@@ -3,7 +3,7 @@
 //! original timing; it never runs a tool or calls a model.
 
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::{hooks::use_params_map, lazy_route, LazyRoute};
 
 use crate::api::{get_inspector, get_model_turns, get_trace_overview};
 use std::{cell::RefCell, rc::Rc};
@@ -13,27 +13,44 @@ use crate::components::segments::{format_duration, MessageBlocks};
 use crate::models::{Trace, TraceOverview};
 use crate::protocol::{parse_rfc3339_millis, Message, Segment};
 
-#[component]
-pub fn TracePage() -> impl IntoView {
-    let params = use_params_map();
-    let trace_id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
-    let trace = Resource::new(move || trace_id.get(), get_trace_overview);
-    view! {
-        <main class="trace-page">
-            <Transition fallback=|| view! { <p class="muted">"Loading the trace…"</p> }>
-                {move || Suspend::new(async move {
-                    match trace.await {
-                        Ok(Some(overview)) => view! { <TraceView overview /> }.into_any(),
-                        Ok(None) => view! {
-                            <p class="error notice">"This trace does not exist."</p>
-                            <a href="/">"Back to the chat"</a>
+/// The trace page's code is not in the bundle a chat loads: `cargo leptos build --split` moves
+/// `view` (and what only it uses: replay, timeline, inspector) into a chunk of its own, fetched
+/// when the page is opened. `data` starts the page's request at the same time, so the two load
+/// side by side instead of one after the other.
+pub struct TracePage {
+    trace: Resource<Result<Option<TraceOverview>, ServerFnError>>,
+}
+
+#[lazy_route]
+impl LazyRoute for TracePage {
+    fn data() -> Self {
+        let params = use_params_map();
+        let trace_id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+        Self {
+            trace: Resource::new(move || trace_id.get(), get_trace_overview),
+        }
+    }
+
+    fn view(this: Self) -> AnyView {
+        let trace = this.trace;
+        view! {
+            <main class="trace-page">
+                <Transition fallback=|| view! { <p class="muted">"Loading the trace…"</p> }>
+                    {move || Suspend::new(async move {
+                        match trace.await {
+                            Ok(Some(overview)) => view! { <TraceView overview /> }.into_any(),
+                            Ok(None) => view! {
+                                <p class="error notice">"This trace does not exist."</p>
+                                <a href="/">"Back to the chat"</a>
+                            }
+                                .into_any(),
+                            Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
                         }
-                            .into_any(),
-                        Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </main>
+                    })}
+                </Transition>
+            </main>
+        }
+        .into_any()
     }
 }
 
@@ -190,6 +207,10 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
             seek(total);
         }
     };
+    // Browser only: the server renders the lazily loaded page on any worker thread and cleans up
+    // on another, where reading these thread-local values would panic (and there is nothing to
+    // stop there).
+    #[cfg(feature = "hydrate")]
     on_cleanup(move || {
         if let Some(cursor) = cursor.try_get_value().flatten() {
             cursor.borrow_mut().pause();
