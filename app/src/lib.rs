@@ -43,7 +43,6 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 pub fn App() -> impl IntoView {
     provide_meta_context();
     settings::provide_settings();
-    mark_hydrated();
     view! {
         <Title text="Glassbox" />
         <Router>
@@ -56,15 +55,4 @@ pub fn App() -> impl IntoView {
             </Routes>
         </Router>
     }
-}
-
-/// Marks `<body data-hydrated="true">` once the browser has taken over the server's HTML: effects
-/// run only in the browser, after hydration. Browser tests wait for it; nothing styles it.
-fn mark_hydrated() {
-    Effect::new(|_| {
-        #[cfg(feature = "hydrate")]
-        if let Some(body) = document().body() {
-            let _ = body.set_attribute("data-hydrated", "true");
-        }
-    });
 }

@@ -8,9 +8,26 @@ pub fn hydrate() {
         console_error_panic_hook::hook(info);
         show_crash_notice();
     }));
-    // Lazy: the trace page's code is a chunk of its own (`--split`); hydration waits for it.
-    leptos::mount::hydrate_lazy(app::App);
+    // Async: the trace page's code is a chunk of its own (`--split`); hydration waits for it.
+    // hydrate_from_async sets up Leptos's executor on wasm-bindgen's, which drives this task too.
+    wasm_bindgen_futures::spawn_local(async {
+        let Some(body) = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.body())
+        else {
+            return;
+        };
+        let owner = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
+        owner.forget();
+        mark_hydrated(&body);
+    });
     install_test_panic_hook();
+}
+
+/// `<body data-hydrated="true">` once the whole page is hydrated, a lazy route's chunk included,
+/// so every handler is attached. Browser tests wait for it; nothing styles it.
+fn mark_hydrated(body: &web_sys::HtmlElement) {
+    let _ = body.set_attribute("data-hydrated", "true");
 }
 
 /// For the browser tests only: when the page set `window.__glassboxTestHooks` before the wasm
