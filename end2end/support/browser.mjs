@@ -35,6 +35,12 @@ export async function launchBrowser() {
  */
 export async function openPage(browser) {
   const context = await browser.newContext();
+  // A script, style, frame or connection the Content-Security-Policy blocked is a problem too.
+  await context.addInitScript(() => {
+    document.addEventListener('securitypolicyviolation', (event) => {
+      console.error(`CSP violation: ${event.violatedDirective} blocked ${event.blockedURI || 'inline code'}`);
+    });
+  });
   const page = await context.newPage();
   const problems = [];
   page.on('console', (message) => {

@@ -86,7 +86,36 @@ test('sending a message starts a run and opens its conversation in the sidebar',
 });
 
 test('an unknown page answers 404 with a way back', async () => {
-  const response = await fetch(`${server.url}/no/such/page`);
+  // A browser's navigation gets the page; other clients get the JSON error shape.
+  const response = await fetch(`${server.url}/no/such/page`, { headers: { accept: 'text/html' } });
   assert.equal(response.status, 404);
   assert.match(await response.text(), /Page not found/);
+  const api = await fetch(`${server.url}/no/such/page`);
+  assert.equal(api.status, 404);
+  assert.equal((await api.json()).code, 'not_found');
+});
+
+test('the app hydrates and streams under its Content-Security-Policy, with no violation', async () => {
+  const { page, context, problems } = await openPage(browser);
+  const response = await page.goto(server.url);
+  const csp = response.headers()['content-security-policy'];
+  assert.match(csp, /script-src 'self' 'nonce-[\w-]+' 'wasm-unsafe-eval'/);
+  assert.match(csp, /frame-ancestors 'none'/);
+  assert.equal(response.headers()['x-content-type-options'], 'nosniff');
+  await waitForHydration(page);
+  await page.getByLabel('Message').fill('What is in this workspace?');
+  await page.keyboard.press('Enter');
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  assert.deepEqual(problems, [], 'no violation while hydrating and streaming');
+  // An inline script without the nonce does not run.
+  const ran = await page.evaluate(() => {
+    const script = document.createElement('script');
+    script.textContent = 'window.__injected = true';
+    document.body.append(script);
+    return window.__injected === true;
+  });
+  assert.equal(ran, false, 'an injected inline script was blocked');
+  assert.ok(problems.length > 0, 'the blocked script was reported');
+  assert.deepEqual(problems.filter((p) => !/Content Security Policy|CSP violation: script-src/.test(p)), []);
+  await context.close();
 });

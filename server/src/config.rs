@@ -77,6 +77,16 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_SHUTDOWN_DRAIN_SECS", default_value_t = 3)]
     pub shutdown_drain_secs: u64,
 
+    /// The URL people reach this server by (behind a proxy, say): its host name is served
+    /// besides the loopback names (DNS rebinding protection answers other names 421).
+    #[arg(long, env = "GLASSBOX_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// More host names to serve, comma-separated (the loopback names, the listening IP and the
+    /// public URL's host always are).
+    #[arg(long, env = "GLASSBOX_ALLOWED_HOSTS", value_delimiter = ',')]
+    pub allowed_hosts: Vec<String>,
+
     /// The model a new conversation uses when the request names none.
     #[arg(long, env = "GLASSBOX_DEFAULT_MODEL", default_value = "demo")]
     pub default_model: String,
@@ -107,6 +117,16 @@ impl Config {
             header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
             drain: self.shutdown_drain(),
         }
+    }
+
+    pub fn host_policy(&self) -> crate::http::guard::HostPolicy {
+        let names: Vec<String> = self
+            .public_url
+            .iter()
+            .chain(&self.allowed_hosts)
+            .cloned()
+            .collect();
+        crate::http::guard::HostPolicy::new(self.addr, &names)
     }
 
     pub fn shutdown_drain(&self) -> Duration {

@@ -24,6 +24,15 @@ pub enum Error {
     /// 409: the request conflicts with the resource's state, e.g. cancelling a finished run.
     #[error("{0}")]
     Conflict(String),
+    /// 403: a write from a page of another origin.
+    #[error("this request must come from Glassbox's own pages")]
+    CrossOrigin,
+    /// 405: the path exists, the method does not.
+    #[error("this method is not allowed here")]
+    MethodNotAllowed,
+    /// 421: the `Host` is not one this server answers to (see `http::guard`).
+    #[error("this server does not answer to that host name; see --allowed-hosts")]
+    UnknownHost,
     /// 413: the body is larger than the limit.
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
@@ -50,6 +59,9 @@ impl Error {
             Error::MalformedBody(_) => StatusCode::BAD_REQUEST,
             Error::InvalidField(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::CrossOrigin => StatusCode::FORBIDDEN,
+            Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Error::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -64,6 +76,9 @@ impl Error {
             Error::MalformedBody(_) => "malformed_body",
             Error::InvalidField(_) => "invalid_field",
             Error::NotFound(_) => "not_found",
+            Error::CrossOrigin => "cross_origin",
+            Error::MethodNotAllowed => "method_not_allowed",
+            Error::UnknownHost => "unknown_host",
             Error::Conflict(_) => "conflict",
             Error::PayloadTooLarge(_) => "payload_too_large",
             Error::UnsupportedMediaType => "unsupported_media_type",

@@ -119,6 +119,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         engine: engine.clone(),
         store: store.clone(),
         immutable_assets: Arc::new(bundle.immutable),
+        hosts: Arc::new(config.host_policy()),
     });
     Ok(Server {
         router,

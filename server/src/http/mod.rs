@@ -3,6 +3,7 @@
 
 mod chat;
 mod extract;
+pub mod guard;
 mod health;
 mod read;
 pub mod serve;
@@ -35,6 +36,8 @@ pub struct AppState {
     pub store: Store,
     /// Content-hashed file names under `/pkg`, cached as immutable.
     pub immutable_assets: Arc<std::collections::HashSet<String>>,
+    /// The host names this server answers to.
+    pub hosts: Arc<guard::HostPolicy>,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -44,7 +47,10 @@ pub fn router(state: AppState) -> Router {
         engine: state.engine.clone(),
         owner_id: CurrentUser::local().0,
     });
-    let context = move || provide_context(source.clone());
+    let context = move || {
+        provide_context(source.clone());
+        use_csp_nonce();
+    };
     let options = state.leptos_options.clone();
     let api = Router::new()
         .route("/api/chat", post(chat::start))
@@ -62,6 +68,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/conversations/{id}", get(read::conversation))
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))
         .route("/healthz", get(health::health))
+        .method_not_allowed_fallback(|| async { crate::error::Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let pkg = static_files::pkg_router(&options, state.immutable_assets.clone());
     api.leptos_routes_with_context(&state, routes, context.clone(), {
@@ -74,7 +81,21 @@ pub fn router(state: AppState) -> Router {
     >(context, app::shell))
     .layer(static_files::revalidate_by_default())
     .nest_service("/pkg", pkg)
+    .layer(axum::middleware::from_fn_with_state(
+        state.hosts.clone(),
+        guard::guard,
+    ))
     .with_state(state)
+}
+
+/// The page's inline scripts carry the nonce the Content-Security-Policy header names (made per
+/// request in [`guard::guard`]), in place of the one leptos_axum made.
+fn use_csp_nonce() {
+    let nonce = use_context::<axum::http::request::Parts>()
+        .and_then(|parts| parts.extensions.get::<guard::CspNonce>().cloned());
+    if let Some(guard::CspNonce(nonce)) = nonce {
+        provide_context(leptos::nonce::Nonce::from_value(nonce));
+    }
 }
 
 /// The pages' view of the store, for the current (local) user.

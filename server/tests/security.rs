@@ -1,0 +1,232 @@
+//! Safe to expose: host names (DNS rebinding), same-origin writes, security headers and the JSON
+//! error shape on every answer. The real binary on a real socket.
+
+mod common;
+
+use common::*;
+use reqwest::{header, Client, Response};
+
+async fn site() -> (tempfile::TempDir, Binary) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let pkg = dir.path().join("site/pkg");
+    std::fs::create_dir_all(&pkg).expect("site");
+    std::fs::create_dir_all(dir.path().join("workspace")).expect("workspace");
+    std::fs::write(pkg.join("glassbox.js"), "export default function () {}").expect("js");
+    let binary = launch(&dir, &["--allowed-hosts", "chat.example.com"]).await;
+    (dir, binary)
+}
+
+async fn json_of(response: Response) -> (u16, serde_json::Value) {
+    let status = response.status().as_u16();
+    let body = response.text().await.expect("body");
+    let value =
+        serde_json::from_str(&body).unwrap_or_else(|_| panic!("not JSON ({status}): {body}"));
+    (status, value)
+}
+
+fn assert_security_headers(response: &Response, what: &str) {
+    let header = |name: &str| {
+        response
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let csp = header("content-security-policy");
+    for directive in [
+        "script-src 'self' 'nonce-",
+        "'wasm-unsafe-eval'",
+        "frame-ancestors 'none'",
+        "object-src 'none'",
+        "base-uri 'none'",
+    ] {
+        assert!(
+            csp.contains(directive),
+            "{what}: CSP lacks {directive}: {csp}"
+        );
+    }
+    assert_eq!(header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(header("referrer-policy"), "no-referrer", "{what}");
+}
+
+#[tokio::test]
+async fn a_rebound_host_name_gets_421_and_reads_nothing() {
+    let (_dir, server) = site().await;
+    let client = Client::new();
+    for path in [
+        "/",
+        "/api/conversations",
+        "/api/models",
+        "/healthz",
+        "/pkg/glassbox.js",
+    ] {
+        let response = client
+            .get(format!("{}{path}", server.base))
+            .header(header::HOST, "attacker.example:80")
+            .send()
+            .await
+            .expect("GET");
+        assert_security_headers(&response, path);
+        let (status, body) = json_of(response).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (421, Some("unknown_host")),
+            "{path}"
+        );
+    }
+    for host in [
+        "localhost",
+        "127.0.0.1",
+        "app.localhost",
+        "chat.example.com",
+        "CHAT.example.com:443",
+    ] {
+        let response = client
+            .get(format!("{}/api/models", server.base))
+            .header(header::HOST, host)
+            .send()
+            .await
+            .expect("GET");
+        assert_eq!(response.status(), 200, "{host}");
+    }
+}
+
+#[tokio::test]
+async fn writes_from_another_origin_are_refused_and_bodies_must_be_json() {
+    let (_dir, server) = site().await;
+    let client = Client::new();
+    let cancel = format!("{}/api/runs/run_x/cancel", server.base);
+    let refused = [
+        ("origin", "http://attacker.example".to_owned()),
+        ("origin", "null".to_owned()),
+        ("origin", "http://127.0.0.1:1".to_owned()),
+        ("sec-fetch-site", "cross-site".to_owned()),
+        ("sec-fetch-site", "same-site".to_owned()),
+    ];
+    for (name, value) in refused {
+        let response = client
+            .post(&cancel)
+            .header(name, &value)
+            .send()
+            .await
+            .expect("POST");
+        let (status, body) = json_of(response).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (403, Some("cross_origin")),
+            "{name}: {value}"
+        );
+    }
+    // A text/plain body is what a cross-site page can send without asking first.
+    let response = client
+        .post(&cancel)
+        .header(header::CONTENT_TYPE, "text/plain")
+        .body("{}")
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(json_of(response).await.0, 415);
+    // Our own pages, and clients that are not browsers, reach the handler (no such run: 404).
+    let own = [
+        ("origin", format!("http://{}", server.address)),
+        ("sec-fetch-site", "same-origin".to_owned()),
+        ("x-none", String::new()),
+    ];
+    for (name, value) in own {
+        let response = client
+            .post(&cancel)
+            .header(name, &value)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body("{}")
+            .send()
+            .await
+            .expect("POST");
+        let (status, body) = json_of(response).await;
+        assert_eq!(
+            (status, body["code"].as_str()),
+            (404, Some("not_found")),
+            "{name}: {value}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_answer_carries_the_headers_and_every_error_is_json() {
+    let (_dir, server) = site().await;
+    let client = Client::new();
+    let get = |path: &str| client.get(format!("{}{path}", server.base));
+
+    // A page: the CSP names the nonce its inline scripts carry.
+    let page = get("/")
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .expect("GET /");
+    assert_eq!(page.status(), 200);
+    assert_security_headers(&page, "page");
+    let csp = page.headers()[header::CONTENT_SECURITY_POLICY]
+        .to_str()
+        .expect("CSP")
+        .to_owned();
+    let html = page.text().await.expect("HTML");
+    let nonce = csp
+        .split("'nonce-")
+        .nth(1)
+        .and_then(|rest| rest.split('\'').next())
+        .expect("a nonce");
+    assert!(
+        html.contains(&format!("<script type=\"module\" nonce=\"{nonce}\">")),
+        "{html}"
+    );
+    let second = get("/").send().await.expect("GET /");
+    assert!(
+        !second.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .expect("CSP")
+            .contains(nonce),
+        "a new nonce per request"
+    );
+
+    for (path, status, code) in [
+        ("/api/models", 200, None),
+        ("/api/nope", 404, Some("not_found")),
+        (
+            "/api/traces/trace_nope/inspector.json",
+            404,
+            Some("not_found"),
+        ),
+        ("/pkg/missing.js", 404, Some("not_found")),
+        ("/no/such/page", 404, Some("not_found")),
+    ] {
+        let response = get(path).send().await.expect("GET");
+        assert_security_headers(&response, path);
+        let (got, body) = json_of(response).await;
+        assert_eq!(
+            (got, body["code"].as_str()),
+            (status, code),
+            "{path}: {body}"
+        );
+    }
+    // A browser navigating to an unknown page keeps the HTML page with its way back.
+    let page = get("/no/such/page")
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(page.status(), 404);
+    assert!(page.text().await.expect("HTML").contains("<html"));
+
+    let response = client
+        .delete(format!("{}/api/chat", server.base))
+        .send()
+        .await
+        .expect("DELETE");
+    assert_security_headers(&response, "405");
+    let (status, body) = json_of(response).await;
+    assert_eq!(
+        (status, body["code"].as_str()),
+        (405, Some("method_not_allowed")),
+        "{body}"
+    );
+}
