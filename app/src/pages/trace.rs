@@ -8,7 +8,7 @@ use leptos_router::{hooks::use_params_map, lazy_route, LazyRoute};
 use crate::api::{get_inspector, get_model_turns, get_trace_overview};
 use std::{cell::RefCell, rc::Rc};
 
-use crate::components::feed::{Feed, MessageModel, ReplayCursor};
+use crate::components::feed::{MessageModel, ReplayCursor};
 use crate::components::segments::{format_duration, MessageBlocks};
 use crate::models::{Trace, TraceOverview};
 use crate::protocol::{parse_rfc3339_millis, Message, Segment};
@@ -128,15 +128,56 @@ fn TraceView(overview: TraceOverview) -> impl IntoView {
     .into_any()
 }
 
+/// The replay's browser-side state: its feed, and the cursor over the events once fetched. The
+/// server renders the final view only and keeps none of it: thread-local values must not exist
+/// there, since it renders a lazy route on one worker thread and may drop it on another.
+#[derive(Clone, Copy)]
+struct ReplayLocal {
+    #[cfg(feature = "hydrate")]
+    feed: StoredValue<crate::components::feed::Feed, LocalStorage>,
+    #[cfg(feature = "hydrate")]
+    cursor: StoredValue<Option<Rc<RefCell<ReplayCursor>>>, LocalStorage>,
+}
+
+impl ReplayLocal {
+    fn new(model: MessageModel) -> Self {
+        #[cfg(not(feature = "hydrate"))]
+        let _ = model;
+        ReplayLocal {
+            #[cfg(feature = "hydrate")]
+            feed: StoredValue::new_local(crate::components::feed::Feed::new(model)),
+            #[cfg(feature = "hydrate")]
+            cursor: StoredValue::new_local(None),
+        }
+    }
+
+    fn cursor(&self) -> Option<Rc<RefCell<ReplayCursor>>> {
+        #[cfg(feature = "hydrate")]
+        return self.cursor.try_get_value().flatten();
+        #[cfg(not(feature = "hydrate"))]
+        None
+    }
+
+    /// Pauses the replay and closes the feed (with the page).
+    fn close(&self) {
+        if let Some(cursor) = self.cursor() {
+            cursor.borrow_mut().pause();
+        }
+        #[cfg(feature = "hydrate")]
+        if let Some(feed) = self.feed.try_get_value() {
+            feed.close();
+        }
+    }
+}
+
 /// Replays the stored events through the chat's own components and event feed: play/pause, 1×,
 /// 4× or instant, and a scrubber. It opens on the final message; the events are fetched the first
 /// time the replay is played or scrubbed.
 #[component]
 fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> impl IntoView {
     let model = MessageModel::new(final_message.as_ref());
-    let feed = StoredValue::new_local(Feed::new(model));
+    let local = ReplayLocal::new(model);
     let trace_id = StoredValue::new(trace_id);
-    let cursor = StoredValue::new_local(None::<Rc<RefCell<ReplayCursor>>>);
     let load_error = RwSignal::new(None::<String>);
     // Opens on the final view; Play starts from the first event.
     let position = RwSignal::new(total);
@@ -146,19 +187,19 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
 
     // Runs `then` with the cursor, fetching the events the first time.
     let with_cursor = move |then: Box<dyn FnOnce(Rc<RefCell<ReplayCursor>>)>| {
-        if let Some(cursor) = cursor.get_value() {
+        if let Some(cursor) = local.cursor() {
             then(cursor);
             return;
         }
         #[cfg(feature = "hydrate")]
         {
-            let feed = feed.get_value();
+            let feed = local.feed.get_value();
             leptos::task::spawn_local(async move {
                 match crate::api::get_trace(trace_id.get_value()).await {
                     Ok(Some(trace)) => {
                         let loaded = ReplayCursor::new(feed, trace.events, total);
                         let loaded = Rc::new(RefCell::new(loaded));
-                        cursor.set_value(Some(loaded.clone()));
+                        local.cursor.set_value(Some(loaded.clone()));
                         load_error.set(None);
                         then(loaded);
                     }
@@ -170,7 +211,7 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
             });
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (then, trace_id, feed);
+        let _ = (then, trace_id);
     };
     let seek = move |to: usize| {
         playing.set(false);
@@ -182,7 +223,7 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
     let play = move |_| {
         if playing.get_untracked() {
             playing.set(false);
-            if let Some(cursor) = cursor.get_value() {
+            if let Some(cursor) = local.cursor() {
                 cursor.borrow_mut().pause();
             }
             return;
@@ -207,18 +248,7 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
             seek(total);
         }
     };
-    // Browser only: the server renders the lazily loaded page on any worker thread and cleans up
-    // on another, where reading these thread-local values would panic (and there is nothing to
-    // stop there).
-    #[cfg(feature = "hydrate")]
-    on_cleanup(move || {
-        if let Some(cursor) = cursor.try_get_value().flatten() {
-            cursor.borrow_mut().pause();
-        }
-        if let Some(feed) = feed.try_get_value() {
-            feed.close();
-        }
-    });
+    on_cleanup(move || local.close());
     let speed_button = move |value: f64, label: &'static str| {
         view! {
             <button type="button" class="speed" aria-pressed=move || (speed.get() == value).to_string() on:click=move |_| set_speed(value)>
