@@ -77,6 +77,11 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_SHUTDOWN_DRAIN_SECS", default_value_t = 3)]
     pub shutdown_drain_secs: u64,
 
+    /// File and folder names the built-in tools never read, list or search, comma-separated
+    /// globs (`*`, `?`); replaces the default list (environment files, `.git`, keys).
+    #[arg(long, env = "GLASSBOX_DENY_FILES", value_delimiter = ',', default_value = crate::tools::DEFAULT_DENY_FILES)]
+    pub deny_files: Vec<String>,
+
     /// The URL people reach this server by (behind a proxy, say): its host name is served
     /// besides the loopback names (DNS rebinding protection answers other names 421).
     #[arg(long, env = "GLASSBOX_PUBLIC_URL")]

@@ -82,12 +82,13 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
             "marked runs left running by an earlier process as interrupted"
         );
     }
-    let workspace = Workspace::open(&config.workspace).map_err(|error| {
-        format!(
-            "cannot open the workspace {}: {error}",
-            config.workspace.display()
-        )
-    })?;
+    let workspace =
+        Workspace::open_with_deny(&config.workspace, &config.deny_files).map_err(|error| {
+            format!(
+                "cannot open the workspace {}: {error}",
+                config.workspace.display()
+            )
+        })?;
     let tools = ToolRegistry::new(workspace, config.tool_timeout(), config.enable_test_tools);
     let providers = match &config.providers_file {
         Some(path) => providers::Providers::load(path)?,

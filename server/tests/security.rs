@@ -230,3 +230,66 @@ async fn every_answer_carries_the_headers_and_every_error_is_json() {
         "{body}"
     );
 }
+
+/// The reported attack: with a `.env` in the workspace, asking about the key streamed it back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_never_read_list_or_search_secret_files() {
+    let dir = test_dir();
+    let workspace = dir.path().join("workspace");
+    let secret = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+    std::fs::write(workspace.join(".env"), format!("OPENAI_API_KEY={secret}\n")).expect(".env");
+    std::fs::create_dir_all(workspace.join("keys")).expect("keys");
+    std::fs::write(
+        workspace.join("keys/server.pem"),
+        format!("OPENAI_API_KEY {secret}\n"),
+    )
+    .expect("pem");
+    std::os::unix::fs::symlink(workspace.join(".env"), workspace.join("innocent.txt"))
+        .expect("symlink");
+    let server = TestServer::start_in(dir).await;
+    server.scenario(
+        "reader",
+        serde_json::json!({"delta_interval_ms": 0, "steps": [
+            {"tool_calls": [
+                {"name": "read_file", "args": {"path": ".env"}},
+                {"name": "read_file", "args": {"path": "keys/server.pem"}},
+                {"name": "read_file", "args": {"path": "innocent.txt"}},
+                {"name": "list_dir", "args": {"path": "."}},
+                {"name": "grep_search", "args": {"query": "OPENAI_API_KEY"}}
+            ]},
+            {"text": "done"}
+        ]}),
+    );
+    for model in ["scenario:reader", "demo"] {
+        let events = server
+            .chat_stream(model, "What is OPENAI_API_KEY?")
+            .await
+            .collect()
+            .await;
+        let text = serde_json::to_string(&events).expect("JSON");
+        assert!(
+            !text.contains(secret),
+            "{model}: the key was streamed: {text}"
+        );
+        if model == "scenario:reader" {
+            let results: Vec<String> = events
+                .iter()
+                .filter(|event| is_type(event, "tool_result"))
+                .map(|event| serde_json::to_string(event).expect("JSON"))
+                .collect();
+            let denied = results
+                .iter()
+                .filter(|result| result.contains(r#""kind":"denied""#))
+                .count();
+            assert_eq!(denied, 3, "the three reads are refused: {results:?}");
+            let listing = results
+                .iter()
+                .find(|result| result.contains("entries)"))
+                .expect("list_dir");
+            assert!(
+                !listing.contains(".env") && !listing.contains(".pem"),
+                "{listing}"
+            );
+        }
+    }
+}

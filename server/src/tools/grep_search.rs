@@ -105,6 +105,9 @@ fn search(
                 continue;
             };
             let path = entry.path();
+            if workspace.is_denied_name(&name) {
+                continue;
+            }
             if kind.is_dir() {
                 if !super::workspace::is_skipped_dir(&name) {
                     subdirs.push(path);
@@ -170,7 +173,7 @@ fn included(relative: &str, name: &str, include: Option<&Regex>) -> bool {
 }
 
 /// `*` matches within a path segment, `**` across segments, `?` one character.
-fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
+pub(super) fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
     let mut pattern = String::from("^");
     let mut chars = glob.chars().peekable();
     while let Some(c) = chars.next() {

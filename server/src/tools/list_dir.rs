@@ -68,6 +68,9 @@ fn entries(
     for entry in reader {
         let entry = entry.map_err(|error| tool_error("io", error.to_string()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
+        if workspace.is_denied_name(&name) {
+            continue;
+        }
         match entry.file_type() {
             Ok(kind) if kind.is_dir() => folders.push(format!("{name}/")),
             _ => files.push(name),

@@ -26,7 +26,7 @@ use serde_json::Value;
 use tokio::{sync::Semaphore, task::JoinSet};
 use tokio_util::sync::CancellationToken;
 
-pub use workspace::Workspace;
+pub use workspace::{Workspace, DEFAULT_DENY_FILES};
 
 use crate::{runs::Run, sanitize::MAX_TOOL_OUTPUT_CHARS};
 

@@ -10,16 +10,53 @@ use app::protocol::ToolError;
 
 use super::tool_error;
 
+/// Names the tools never read, list or search by default (`--deny-files` replaces the list):
+/// environment files, version control and key material. `*` matches within a name.
+pub const DEFAULT_DENY_FILES: &str = ".env,.env.*,.git,.ssh,.aws,.gnupg,.docker,.kube,*.pem,*.key,\
+*.p12,*.pfx,id_*,.npmrc,.netrc,.pypirc,.pgpass,.htpasswd,.git-credentials,credentials.json";
+
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
+    /// A path with any component matching one of these is refused, hidden and skipped.
+    deny: Vec<regex::Regex>,
 }
 
 impl Workspace {
+    /// The workspace at `root`, with the default deny list.
     pub fn open(root: &Path) -> std::io::Result<Self> {
+        let deny = DEFAULT_DENY_FILES
+            .split(',')
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        Self::open_with_deny(root, &deny).map_err(std::io::Error::other)
+    }
+
+    /// The workspace at `root`; `deny` holds file name globs (`*` and `?`).
+    pub fn open_with_deny(root: &Path, deny: &[String]) -> Result<Self, String> {
+        let deny = deny
+            .iter()
+            .map(|glob| glob.trim())
+            .filter(|glob| !glob.is_empty())
+            .map(|glob| super::grep_search::glob_to_regex(glob).map_err(|error| error.message))
+            .collect::<Result<_, _>>()?;
         Ok(Workspace {
-            root: root.canonicalize()?,
+            root: root.canonicalize().map_err(|error| error.to_string())?,
+            deny,
         })
+    }
+
+    /// Whether a file or folder of this name is on the deny list.
+    pub fn is_denied_name(&self, name: &str) -> bool {
+        self.deny.iter().any(|glob| glob.is_match(name))
+    }
+
+    /// Whether any component of `path` (relative, or under the root) is on the deny list.
+    fn is_denied_path(&self, path: &Path) -> bool {
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        relative
+            .components()
+            .any(|part| self.is_denied_name(&part.as_os_str().to_string_lossy()))
     }
 
     pub fn root(&self) -> &Path {
@@ -43,7 +80,15 @@ impl Workspace {
                 ),
                 _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
             })?;
-        if real.starts_with(&self.root) {
+        if self.is_denied_path(requested_path) || self.is_denied_path(&real) {
+            Err(tool_error(
+                "denied",
+                format!(
+                    "'{requested}' is a hidden or secret file (environment, keys, version \
+                     control); the tools do not read it."
+                ),
+            ))
+        } else if real.starts_with(&self.root) {
             Ok(real)
         } else {
             Err(tool_error(
@@ -153,5 +198,42 @@ mod tests {
             workspace.resolve("missing").map_err(|e| e.kind),
             Err("not_found".to_owned())
         );
+    }
+
+    #[test]
+    fn secret_files_are_refused_by_name_anywhere_in_the_path() {
+        let root = tempfile::tempdir().expect("tempdir");
+        for file in [
+            ".env",
+            ".env.local",
+            "id_rsa",
+            "certs/site.pem",
+            ".git/config",
+            "notes.md",
+        ] {
+            let path = root.path().join(file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(&path, "x").expect("write");
+        }
+        let workspace = Workspace::open(root.path()).expect("open");
+        for file in [
+            ".env",
+            "./.env.local",
+            "id_rsa",
+            "certs/site.pem",
+            ".git/config",
+            ".git",
+        ] {
+            let refused = workspace.resolve(file).map_err(|e| e.kind);
+            assert_eq!(refused, Err("denied".to_owned()), "{file}");
+        }
+        assert!(workspace.resolve("notes.md").is_ok());
+        assert!(workspace.resolve("certs").is_ok());
+        let custom = Workspace::open_with_deny(root.path(), &["*.md".to_owned()]).expect("open");
+        assert!(
+            custom.resolve(".env").is_ok(),
+            "the list replaces the default"
+        );
+        assert!(custom.resolve("notes.md").is_err());
     }
 }
