@@ -51,8 +51,15 @@ pub fn App() -> impl IntoView {
                 // stored conversation at once, with no loading state to flash.
                 <Route path=path!("") view=pages::ChatPage ssr=SsrMode::Async />
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
+                // Lazy: its code is a wasm chunk of its own; keep `is_lazy_route` in step.
                 <Route path=path!("/t/:id") view={Lazy::<pages::TracePage>::new()} ssr=SsrMode::Async />
             </Routes>
         </Router>
     }
+}
+
+/// Whether `path` is served by a lazily loaded route (above), whose page must hydrate
+/// asynchronously, once its chunk is in.
+pub fn is_lazy_route(path: &str) -> bool {
+    path.starts_with("/t/")
 }

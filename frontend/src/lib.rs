@@ -31,11 +31,11 @@ pub fn hydrate() {
     install_test_panic_hook();
 }
 
-/// Whether the page is one whose route is lazily loaded (`app::pages::TracePage`).
+/// Whether the page is one whose route is lazily loaded.
 fn on_lazy_route() -> bool {
     web_sys::window()
         .and_then(|w| w.location().pathname().ok())
-        .is_some_and(|path| path.starts_with("/t/"))
+        .is_some_and(|path| app::is_lazy_route(&path))
 }
 
 /// `<body data-hydrated="true">` once the whole page is hydrated, a lazy route's chunk included,

@@ -24,6 +24,22 @@ async fn json_of(response: Response) -> (u16, serde_json::Value) {
     (status, value)
 }
 
+/// POSTs `{}` to `url` with one extra header and, if given, a Content-Type: status and error code.
+async fn post_cancel(
+    client: &Client,
+    url: &str,
+    name: &str,
+    value: &str,
+    content_type: Option<&str>,
+) -> (u16, Option<String>) {
+    let mut request = client.post(url).header(name, value).body("{}");
+    if let Some(content_type) = content_type {
+        request = request.header(header::CONTENT_TYPE, content_type);
+    }
+    let (status, body) = json_of(request.send().await.expect("POST")).await;
+    (status, body["code"].as_str().map(str::to_owned))
+}
+
 fn assert_security_headers(response: &Response, what: &str) {
     let header = |name: &str| {
         response
@@ -105,28 +121,16 @@ async fn writes_from_another_origin_are_refused_and_bodies_must_be_json() {
         ("sec-fetch-site", "same-site".to_owned()),
     ];
     for (name, value) in refused {
-        let response = client
-            .post(&cancel)
-            .header(name, &value)
-            .send()
-            .await
-            .expect("POST");
-        let (status, body) = json_of(response).await;
+        let answer = post_cancel(&client, &cancel, name, &value, None).await;
         assert_eq!(
-            (status, body["code"].as_str()),
-            (403, Some("cross_origin")),
+            answer,
+            (403, Some("cross_origin".into())),
             "{name}: {value}"
         );
     }
     // A text/plain body is what a cross-site page can send without asking first.
-    let response = client
-        .post(&cancel)
-        .header(header::CONTENT_TYPE, "text/plain")
-        .body("{}")
-        .send()
-        .await
-        .expect("POST");
-    assert_eq!(json_of(response).await.0, 415);
+    let answer = post_cancel(&client, &cancel, "x-none", "", Some("text/plain")).await;
+    assert_eq!(answer.0, 415);
     // Our own pages, and clients that are not browsers, reach the handler (no such run: 404).
     let own = [
         ("origin", format!("http://{}", server.address)),
@@ -134,20 +138,8 @@ async fn writes_from_another_origin_are_refused_and_bodies_must_be_json() {
         ("x-none", String::new()),
     ];
     for (name, value) in own {
-        let response = client
-            .post(&cancel)
-            .header(name, &value)
-            .header(header::CONTENT_TYPE, "application/json")
-            .body("{}")
-            .send()
-            .await
-            .expect("POST");
-        let (status, body) = json_of(response).await;
-        assert_eq!(
-            (status, body["code"].as_str()),
-            (404, Some("not_found")),
-            "{name}: {value}"
-        );
+        let answer = post_cancel(&client, &cancel, name, &value, Some("application/json")).await;
+        assert_eq!(answer, (404, Some("not_found".into())), "{name}: {value}");
     }
 }
 

@@ -200,13 +200,11 @@ fn json_body(request: &Request) -> Result<(), Error> {
 /// The host the request was sent to, lower case, without port: `Host`, or the URI's authority
 /// (HTTP/2).
 fn request_host(request: &Request) -> Option<String> {
-    let from_header = request
-        .headers()
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
-    let raw = from_header.or_else(|| request.uri().authority().map(|a| a.as_str().to_owned()))?;
-    host_of(&raw)
+    let raw = match request.headers().get(header::HOST) {
+        Some(value) => value.to_str().ok()?,
+        None => request.uri().authority()?.as_str(),
+    };
+    host_of(raw)
 }
 
 /// The host of `name`, `name:port`, `[v6]:port` or a URL, lower case, without port or brackets.

@@ -68,7 +68,6 @@ pub fn router(state: AppState) -> Router {
         .route("/api/conversations/{id}", get(read::conversation))
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))
         .route("/healthz", get(health::health))
-        .method_not_allowed_fallback(|| async { crate::error::Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let pkg = static_files::pkg_router(&options, state.immutable_assets.clone());
     api.leptos_routes_with_context(&state, routes, context.clone(), {

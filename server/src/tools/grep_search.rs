@@ -173,7 +173,17 @@ fn included(relative: &str, name: &str, include: Option<&Regex>) -> bool {
 }
 
 /// `*` matches within a path segment, `**` across segments, `?` one character.
-pub(super) fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
+fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
+    Regex::new(&glob_pattern(glob)).map_err(|error| {
+        tool_error(
+            "invalid_arguments",
+            format!("Not a valid `include` glob: {error}"),
+        )
+    })
+}
+
+/// The regular expression, anchored, that matches what `glob` matches.
+pub(super) fn glob_pattern(glob: &str) -> String {
     let mut pattern = String::from("^");
     let mut chars = glob.chars().peekable();
     while let Some(c) = chars.next() {
@@ -193,12 +203,7 @@ pub(super) fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolErro
         }
     }
     pattern.push('$');
-    Regex::new(&pattern).map_err(|error| {
-        tool_error(
-            "invalid_arguments",
-            format!("Not a valid `include` glob: {error}"),
-        )
-    })
+    pattern
 }
 
 #[cfg(test)]

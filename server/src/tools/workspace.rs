@@ -19,7 +19,7 @@ pub const DEFAULT_DENY_FILES: &str = ".env,.env.*,.git,.ssh,.aws,.gnupg,.docker,
 pub struct Workspace {
     root: PathBuf,
     /// A path with any component matching one of these is refused, hidden and skipped.
-    deny: Vec<regex::Regex>,
+    deny: regex::RegexSet,
 }
 
 impl Workspace {
@@ -34,12 +34,13 @@ impl Workspace {
 
     /// The workspace at `root`; `deny` holds file name globs (`*` and `?`).
     pub fn open_with_deny(root: &Path, deny: &[String]) -> Result<Self, String> {
-        let deny = deny
+        let patterns = deny
             .iter()
             .map(|glob| glob.trim())
             .filter(|glob| !glob.is_empty())
-            .map(|glob| super::grep_search::glob_to_regex(glob).map_err(|error| error.message))
-            .collect::<Result<_, _>>()?;
+            .map(super::grep_search::glob_pattern);
+        let deny = regex::RegexSet::new(patterns)
+            .map_err(|error| format!("not a valid --deny-files glob: {error}"))?;
         Ok(Workspace {
             root: root.canonicalize().map_err(|error| error.to_string())?,
             deny,
@@ -48,7 +49,7 @@ impl Workspace {
 
     /// Whether a file or folder of this name is on the deny list.
     pub fn is_denied_name(&self, name: &str) -> bool {
-        self.deny.iter().any(|glob| glob.is_match(name))
+        self.deny.is_match(name)
     }
 
     /// Whether any component of `path` (relative, or under the root) is on the deny list.
