@@ -11,7 +11,7 @@ use std::{cell::RefCell, rc::Rc};
 use crate::components::feed::{MessageModel, ReplayCursor};
 use crate::components::segments::{format_duration, MessageBlocks};
 use crate::models::{Trace, TraceOverview};
-use crate::protocol::{parse_rfc3339_millis, Message, Segment};
+use crate::protocol::{parse_rfc3339_millis, Message, MessageStatus, Segment};
 
 /// The trace page's code is not in the bundle a chat loads: `cargo leptos build --split` moves
 /// `view` (and what only it uses: replay, timeline, inspector) into a chunk of its own, fetched
@@ -183,7 +183,15 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
     let position = RwSignal::new(total);
     let playing = RwSignal::new(false);
     let speed = RwSignal::new(4.0_f64);
-    let finished = move || position.get() >= total;
+    // Done once the last event is queued and, when the stored message ended, the feed has drawn
+    // that ending: the feed applies queued events on the next animation frame.
+    let ends_streaming = final_message
+        .as_ref()
+        .is_none_or(|message| message.status == MessageStatus::Streaming);
+    let finished = move || {
+        position.get() >= total
+            && (ends_streaming || model.status.get() != MessageStatus::Streaming)
+    };
 
     // Runs `then` with the cursor, fetching the events the first time.
     let with_cursor = move |then: Box<dyn FnOnce(Rc<RefCell<ReplayCursor>>)>| {
