@@ -1,11 +1,14 @@
 //! Criterion micro-benchmarks of the pure parts on every event's path: the reducer (server and
-//! browser) and the payload sanitizer (server). Run: `cargo bench -p bench --bench micro`.
+//! browser), the payload sanitizer and the value-based redaction (server). Run: `cargo bench -p bench --bench micro`.
 
 use std::hint::black_box;
 
 use app::protocol::{fold, Event, EventKind, Reducer, ToolResultStatus};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
-use glassbox::sanitize::sanitize_event;
+use glassbox::{
+    redact::{redact_text, Streams},
+    sanitize::sanitize_event,
+};
 use glassbox_bench::fixtures;
 use serde_json::json;
 
@@ -146,5 +149,48 @@ fn sanitizer(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, reducer, sanitizer);
+/// Value-based redaction per event: what `Run::append` adds to every delta (the held-back word
+/// and the scan), on ordinary text and on text that holds a credential.
+fn redaction(c: &mut Criterion) {
+    let mut group = c.benchmark_group("redact");
+    group.throughput(Throughput::Elements(1));
+    let words: Vec<String> =
+        "The quick brown fox jumps over the lazy dog while the answer streams in "
+            .split_inclusive(' ')
+            .map(str::to_owned)
+            .collect();
+    let delta = |text: &str| EventKind::TextDelta {
+        segment_id: "txt_1".into(),
+        sequence_number: None,
+        delta: text.to_owned(),
+    };
+    group.bench_function("text delta, one word, through the stream", |b| {
+        let mut streams = Streams::default();
+        let mut next = words.iter().cycle();
+        b.iter(|| {
+            let word = next.next().map_or("word ", String::as_str);
+            black_box(streams.pass(delta(word)))
+        })
+    });
+    group.bench_function("text delta, a token split mid-word", |b| {
+        let mut streams = Streams::default();
+        let mut next = ["ans", "wer ", "stre", "ams "].iter().cycle();
+        b.iter(|| black_box(streams.pass(delta(next.next().copied().unwrap_or("x ")))))
+    });
+    let line = "src/lib.rs:12: let total = items.iter().map(|item| item.price).sum::<u64>();\n";
+    group.bench_function("scan 80 characters, nothing found", |b| {
+        b.iter(|| black_box(redact_text(black_box(line))))
+    });
+    let secret = "export OPENAI_API_KEY=sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789\n";
+    group.bench_function("scan 80 characters with a key", |b| {
+        b.iter(|| black_box(redact_text(black_box(secret))))
+    });
+    let output = line.repeat(200);
+    group.bench_function("scan a 16 KiB tool result, nothing found", |b| {
+        b.iter(|| black_box(redact_text(black_box(&output))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, reducer, sanitizer, redaction);
 criterion_main!(benches);

@@ -8,6 +8,7 @@ pub mod error;
 pub mod exports;
 pub mod http;
 pub mod providers;
+pub mod redact;
 pub mod runs;
 pub mod sanitize;
 pub mod site;

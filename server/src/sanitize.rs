@@ -1,7 +1,8 @@
 //! Payload safety, applied once before an event enters a run's log: nothing downstream (the SSE
 //! stream, the database, the logs) can see what this removes.
 //!
-//! - Values under keys that look like secrets become `"[redacted]"`.
+//! - Values under keys that look like secrets become `"[redacted]"`, and so does every value shaped
+//!   like a credential ([`crate::redact`]); text that streams in deltas is redacted there too.
 //! - Strings inside tool arguments and progress longer than [`MAX_ARG_STRING_CHARS`] are cut, with a
 //!   marker saying how long they were.
 //! - A tool's output longer than [`MAX_TOOL_OUTPUT_CHARS`] is cut, flagged `truncated` with
@@ -12,7 +13,10 @@ use serde_json::Value;
 
 use app::protocol::EventKind;
 
-pub const REDACTED: &str = "[redacted]";
+pub use crate::redact::REDACTED;
+use crate::redact::{redact_in_place, redact_raw_json};
+/// The key under which tool arguments that are not valid JSON travel, as the model sent them.
+pub const RAW_ARGUMENTS_KEY: &str = "_raw";
 /// Substrings (case-insensitive) of a key whose value is never shown.
 pub const SECRET_KEY_PARTS: [&str; 6] = [
     "key",
@@ -39,6 +43,9 @@ pub fn sanitize_value(value: &mut Value) {
             for (key, inner) in map.iter_mut() {
                 if is_secret_key(key) {
                     *inner = Value::String(REDACTED.to_owned());
+                } else if let (RAW_ARGUMENTS_KEY, Value::String(raw)) = (key.as_str(), &*inner) {
+                    *inner = Value::String(redact_raw_json(raw));
+                    sanitize_value(inner);
                 } else {
                     sanitize_value(inner);
                 }
@@ -46,6 +53,7 @@ pub fn sanitize_value(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(sanitize_value),
         Value::String(text) => {
+            redact_in_place(text);
             if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS) {
                 let total = text.chars().count();
                 *text = format!("{cut}… [{} more characters]", total - MAX_ARG_STRING_CHARS);
@@ -63,6 +71,7 @@ pub fn sanitize_event(kind: &mut EventKind) {
         EventKind::ToolCallStarted { args, display, .. } => {
             sanitize_value(args);
             if let Some(text) = display {
+                redact_in_place(text);
                 if let Some(cut) = shorten(text, 200) {
                     *text = format!("{cut}…");
                 }
@@ -90,6 +99,7 @@ pub fn sanitize_event(kind: &mut EventKind) {
             ..
         } => {
             if let Some(text) = output {
+                redact_in_place(text);
                 if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
                     let total = text.chars().count() as u64;
                     *text = cut.to_owned();
@@ -98,11 +108,18 @@ pub fn sanitize_event(kind: &mut EventKind) {
                 }
             }
             if let Some(error) = error {
+                redact_in_place(&mut error.message);
                 if let Some(cut) = shorten(&error.message, MAX_ARG_STRING_CHARS) {
                     error.message = format!("{cut}…");
                 }
             }
         }
+        EventKind::ReasoningPartCompleted {
+            final_text: Some(text),
+            ..
+        } => redact_in_place(text),
+        EventKind::MessageError { error, .. } => redact_in_place(error),
+        // Text and reasoning deltas and tool output deltas: `redact::Streams`, in the run.
         _ => {}
     }
 }

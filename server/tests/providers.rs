@@ -112,6 +112,26 @@ async fn completions(
                 Some(json!({"prompt_tokens": 300, "completion_tokens": 5})),
             ),
         ]),
+        // Credentials everywhere a model can put them, each split across two chunks.
+        "leaky" if !has_tool_results => sse(vec![
+            chunk(json!({"reasoning_content": "The key sk-proj-AbCdEfGh"})),
+            chunk(json!({"reasoning_content": "IjKlMnOpQrStUvWxYz0123456789 is set. "})),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"prod.txt\", \"password\": \"plain-"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 0, "function": {"arguments": "words-hunter2"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "read_file", "arguments": "{\"path\": \"prod.txt\"}"}}]}),
+            ),
+            finish("tool_calls", None),
+        ]),
+        "leaky" => sse(vec![
+            chunk(json!({"content": "Your token is ghp_AbCdEfGhIjKlMn"})),
+            chunk(json!({"content": "OpQrStUvWxYz0123456789 and more."})),
+            finish("stop", None),
+        ]),
         "reasoning" => sse(vec![
             chunk(json!({"reasoning_content": "Let me "})),
             chunk(json!({"reasoning_content": "think."})),
@@ -461,7 +481,7 @@ async fn start() -> (TestServer, Fake) {
         &providers,
 json!({"providers": [
             {"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
+             "models": ["tools", "leaky", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
             {"name": "resp", "kind": "openai_responses", "base_url": base, "api_key_env": KEY_VARIABLE,
              "models": ["tools", "reasoning", "malformed", "reset", "slow"]},
             {"name": "anth", "kind": "anthropic", "base_url": base, "api_key_env": KEY_VARIABLE,
@@ -727,6 +747,98 @@ async fn rate_limits_are_retried_and_bad_keys_and_models_end_with_clear_errors()
         !stored.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
         "the key is not in the database"
     );
+}
+
+/// Credentials the model and a workspace file hand to the run, none of which may be stored, sent
+/// or shown: provider key shapes in reasoning and answer text (split across chunks), a secret in
+/// malformed tool arguments, an AWS key, a private key block and a URL password in tool output.
+const PLANTED: &[&str] = &[
+    "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+    "plain-words-hunter2",
+    "AKIAIOSFODNN7EXAMPLE",
+    "MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    "s3cr3t-pw",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn credentials_in_model_text_reasoning_arguments_and_tool_output_never_reach_the_stream_or_the_database(
+) {
+    let (server, _fake) = start().await;
+    std::fs::write(
+        server.dir.path().join("workspace/prod.txt"),
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+         db = postgres://app:s3cr3t-pw@db.internal:5432/app\n\
+         -----BEGIN RSA PRIVATE KEY-----\n\
+         MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n\
+         -----END RSA PRIVATE KEY-----\n",
+    )
+    .expect("write the workspace file");
+    let events = server
+        .chat_stream("fake/leaky", "Check the production settings")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    let streamed = serde_json::to_string(&events).expect("events as JSON");
+    let message = final_message(&events);
+    assert!(
+        message
+            .text()
+            .contains("Your token is [redacted] and more."),
+        "{}",
+        message.text()
+    );
+    let calls: Vec<_> = message.tool_calls().collect();
+    assert_eq!(calls.len(), 2);
+    assert!(
+        calls[1]
+            .output
+            .contains("postgres://app:[redacted]@db.internal"),
+        "{}",
+        calls[1].output
+    );
+    let EventKind::MessageFinal { trace_id, .. } = &events.last().expect("events").kind else {
+        panic!("the run did not complete")
+    };
+    let turns = server
+        .store
+        .model_turns(trace_id)
+        .await
+        .expect("model turns");
+    let turns = serde_json::to_string(
+        &turns
+            .iter()
+            .map(|t| (&t.request, &t.response))
+            .collect::<Vec<_>>(),
+    )
+    .expect("turns as JSON");
+    let (_, trace) = server.get_json(&format!("/api/traces/{trace_id}")).await;
+    let (_, inspector) = server
+        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
+        .await;
+    let data = server_data(&server);
+    let _keep_dir = server.dir.clone();
+    server.stop().await;
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(data).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
+    }
+    for secret in PLANTED {
+        for (place, text) in [
+            ("stream", &streamed),
+            ("model turns", &turns),
+            ("trace", &trace.to_string()),
+            ("inspector export", &inspector.to_string()),
+        ] {
+            assert!(!text.contains(secret), "{secret} reached the {place}");
+        }
+        assert!(
+            !stored.windows(secret.len()).any(|w| w == secret.as_bytes()),
+            "{secret} reached the database"
+        );
+    }
+    assert!(turns.contains("[redacted]") && streamed.contains("[redacted]"));
 }
 
 fn server_data(server: &TestServer) -> std::path::PathBuf {

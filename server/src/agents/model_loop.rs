@@ -208,14 +208,15 @@ fn response_record(model: &str, turn: &Result<TurnOutput, ProviderError>) -> Val
     record
 }
 
-/// Tool-call arguments are JSON inside a string: redact secret-looking keys inside it too.
+/// Tool-call arguments are JSON inside a string: redact secret-looking keys inside it too (and in
+/// text that does not parse, secret-looking members and credential shapes).
 fn redact_arguments(arguments: &str) -> String {
     match serde_json::from_str::<Value>(arguments) {
         Ok(mut value) => {
             sanitize_value(&mut value);
             value.to_string()
         }
-        Err(_) => arguments.to_owned(),
+        Err(_) => crate::redact::redact_raw_json(arguments),
     }
 }
 
@@ -225,7 +226,8 @@ fn parse_arguments(arguments: &str) -> Value {
     if arguments.trim().is_empty() {
         return Value::Object(Default::default());
     }
-    serde_json::from_str(arguments).unwrap_or_else(|_| serde_json::json!({ "_raw": arguments }))
+    serde_json::from_str(arguments)
+        .unwrap_or_else(|_| serde_json::json!({ crate::sanitize::RAW_ARGUMENTS_KEY: arguments }))
 }
 
 /// An earlier message in OpenAI chat format: user text; assistant text, tool calls and results.

@@ -13,7 +13,10 @@ use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::MemoryBudget;
-use crate::sanitize::{sanitize_event, MAX_EVENT_BYTES};
+use crate::{
+    redact::Streams,
+    sanitize::{sanitize_event, MAX_EVENT_BYTES},
+};
 
 /// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
 /// run's memory. Subscribers hold only a cursor, so they add nothing per event.
@@ -68,6 +71,8 @@ struct Log {
     events: Vec<Arc<str>>,
     bytes: usize,
     reducer: Reducer,
+    /// The held-back ends of running texts, so a credential split across deltas is still redacted.
+    streams: Streams,
     /// Set once the terminal event is stamped; later emits are dropped.
     closed: bool,
     overflowed: Option<Overflow>,
@@ -129,11 +134,25 @@ impl Run {
         Some(seq)
     }
 
+    /// Redacts and appends one event, after the held-back text it ends (see [`Streams`]). A delta
+    /// held back whole appends nothing and answers the newest seq.
     fn append(&self, log: &mut Log, mut kind: EventKind) -> Option<u64> {
         if log.closed {
             return None;
         }
         sanitize_event(&mut kind);
+        let (ended, kind) = log.streams.pass(kind);
+        let mut seq = None;
+        for held in ended {
+            seq = self.append_one(log, held).or(seq);
+        }
+        match kind {
+            Some(kind) => self.append_one(log, kind),
+            None => seq.or(Some(log.events.len() as u64)),
+        }
+    }
+
+    fn append_one(&self, log: &mut Log, kind: EventKind) -> Option<u64> {
         let seq = log.events.len() as u64 + 1;
         let mut event = Event {
             seq,
@@ -188,6 +207,9 @@ impl Run {
     pub fn close(&self, ending: &RunEnding) -> Message {
         let mut log = self.log();
         if !log.closed {
+            for held in log.streams.flush_all() {
+                self.append_one(&mut log, held);
+            }
             if !matches!(ending, RunEnding::Completed) {
                 let running: Vec<(String, u64)> = log
                     .tool_order
@@ -428,7 +450,8 @@ mod tests {
                             run.emit(EventKind::TextDelta {
                                 segment_id: "txt".into(),
                                 sequence_number: None,
-                                delta: "x".into(),
+                                // Whole words: a word's end is held back until it is complete.
+                                delta: "x ".into(),
                             });
                         }
                     })
