@@ -42,6 +42,12 @@ pub async fn get_inspector(trace_id: String) -> Result<Vec<serde_json::Value>, S
         .map_err(ServerFnError::new)
 }
 
+/// Who is signed in (`None` without accounts): the sidebar shows the name and Sign out.
+#[server(prefix = "/api/fn", endpoint = "whoami")]
+pub async fn current_user() -> Result<Option<String>, ServerFnError> {
+    Ok(ssr::source()?.user_name())
+}
+
 #[server(prefix = "/api/fn", endpoint = "models")]
 pub async fn list_models() -> Result<ModelList, ServerFnError> {
     Ok(ssr::source()?.models())
@@ -77,6 +83,10 @@ pub mod ssr {
     /// What the pages may read, for the user of the current request. Errors are messages safe to
     /// show; the implementation logs the details.
     pub trait ConversationSource: Send + Sync {
+        /// The signed-in user's name; `None` for the single local user of `--auth none`.
+        fn user_name(&self) -> Option<String> {
+            None
+        }
         fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>>;
         fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>>;
         fn models(&self) -> ModelList;

@@ -95,6 +95,64 @@ pub struct Config {
     /// The model a new conversation uses when the request names none.
     #[arg(long, env = "GLASSBOX_DEFAULT_MODEL", default_value = "demo")]
     pub default_model: String,
+
+    /// Who may use the server: `none` (one local user; only while listening on loopback),
+    /// `password` (accounts made with `glassbox users add NAME`, signed in with a session cookie)
+    /// or `proxy` (the user a trusted authenticating proxy names in a header).
+    #[arg(long, env = "GLASSBOX_AUTH", value_enum, default_value = "none")]
+    pub auth: crate::auth::AuthMode,
+
+    /// Allows `--auth none` on an address other than loopback: anyone who reaches the port can
+    /// read every conversation and run the agent.
+    #[arg(long, env = "GLASSBOX_INSECURE_NO_AUTH")]
+    pub insecure_no_auth: bool,
+
+    /// Days a sign-in lasts (`--auth password`).
+    #[arg(long, env = "GLASSBOX_SESSION_DAYS", default_value_t = 30)]
+    pub session_days: u64,
+
+    /// The header an authenticating proxy names the user in (`--auth proxy`).
+    #[arg(
+        long,
+        env = "GLASSBOX_PROXY_USER_HEADER",
+        default_value = "X-Forwarded-User"
+    )]
+    pub proxy_user_header: String,
+
+    /// Addresses the proxy connects from, comma-separated; the header is ignored from any other.
+    #[arg(
+        long,
+        env = "GLASSBOX_TRUSTED_PROXIES",
+        value_delimiter = ',',
+        default_value = "127.0.0.1,::1"
+    )]
+    pub trusted_proxies: Vec<std::net::IpAddr>,
+
+    /// Runs one signed-in user may have going at once (0: no limit). Not applied to the single
+    /// user of `--auth none`, whom `--max-runs` bounds.
+    #[arg(long, env = "GLASSBOX_USER_MAX_RUNS", default_value_t = 4)]
+    pub user_max_runs: usize,
+
+    /// Runs one signed-in user may start per minute (0: no limit).
+    #[arg(long, env = "GLASSBOX_USER_RUNS_PER_MINUTE", default_value_t = 30)]
+    pub user_runs_per_minute: usize,
+
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Administration, run instead of the server.
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum Command {
+    /// Local accounts for `--auth password`.
+    #[command(subcommand)]
+    Users(UsersCommand),
+}
+
+#[derive(Clone, Debug, clap::Subcommand)]
+pub enum UsersCommand {
+    /// Adds a user; the password is read from standard input (one line).
+    Add { name: String },
 }
 
 impl Config {
@@ -110,6 +168,7 @@ impl Config {
         crate::runs::RunLimits {
             max_running: self.max_runs.max(1),
             memory_budget: self.run_memory_mib.max(1).saturating_mul(1024 * 1024),
+            per_user: self.user_limits(),
         }
     }
 
@@ -132,6 +191,26 @@ impl Config {
             .cloned()
             .collect();
         crate::http::guard::HostPolicy::new(self.addr, &names)
+    }
+
+    /// Refuses `--auth none` on an address other than loopback, unless told it is on purpose.
+    pub fn check_auth(&self) -> Result<(), String> {
+        let open = self.auth == crate::auth::AuthMode::None;
+        if open && !self.addr.ip().is_loopback() && !self.insecure_no_auth {
+            return Err(format!(
+                "refusing to serve {} without authentication: use --auth password or --auth proxy, \
+                 or --insecure-no-auth if anyone who reaches this address may use it",
+                self.addr
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn user_limits(&self) -> crate::runs::UserLimits {
+        crate::runs::UserLimits {
+            max_running: self.user_max_runs,
+            per_minute: self.user_runs_per_minute,
+        }
     }
 
     pub fn shutdown_drain(&self) -> Duration {

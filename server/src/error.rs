@@ -24,6 +24,16 @@ pub enum Error {
     /// 409: the request conflicts with the resource's state, e.g. cancelling a finished run.
     #[error("{0}")]
     Conflict(String),
+    /// 401: no signed-in user (`--auth password` or `proxy`), or a wrong name or password.
+    #[error("{0}")]
+    Unauthenticated(String),
+    /// 429 with `Retry-After`: too many failed sign-ins, or this user's run limits.
+    #[error("{message}")]
+    Throttled {
+        code: &'static str,
+        message: String,
+        retry_after_secs: u64,
+    },
     /// 403: a write from a page of another origin.
     #[error("this request must come from Glassbox's own pages")]
     CrossOrigin,
@@ -59,6 +69,8 @@ impl Error {
             Error::MalformedBody(_) => StatusCode::BAD_REQUEST,
             Error::InvalidField(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
+            Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
+            Error::Throttled { .. } => StatusCode::TOO_MANY_REQUESTS,
             Error::CrossOrigin => StatusCode::FORBIDDEN,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
@@ -76,6 +88,8 @@ impl Error {
             Error::MalformedBody(_) => "malformed_body",
             Error::InvalidField(_) => "invalid_field",
             Error::NotFound(_) => "not_found",
+            Error::Unauthenticated(_) => "unauthenticated",
+            Error::Throttled { code, .. } => code,
             Error::CrossOrigin => "cross_origin",
             Error::MethodNotAllowed => "method_not_allowed",
             Error::UnknownHost => "unknown_host",
@@ -110,6 +124,14 @@ impl IntoResponse for Error {
         }
         let body = Json(json!({ "code": self.code(), "message": self.public_message() }));
         match self {
+            Error::Throttled {
+                retry_after_secs, ..
+            } => (
+                status,
+                [(header::RETRY_AFTER, retry_after_secs.max(1).to_string())],
+                body,
+            )
+                .into_response(),
             Error::TooBusy(_) | Error::Unavailable(_) => (
                 status,
                 [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())],

@@ -3,6 +3,7 @@
 //! (`store`), and `http::sse` streams it to every subscriber.
 
 pub mod agents;
+pub mod auth;
 pub mod config;
 pub mod error;
 pub mod exports;
@@ -122,6 +123,8 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         store: store.clone(),
         immutable_assets: Arc::new(bundle.immutable),
         hosts: Arc::new(config.host_policy()),
+        auth: Arc::new(auth::Auth::new(config, store.clone())?),
+        stylesheet: bundle.stylesheet.clone().into(),
     });
     Ok(Server {
         router,
@@ -132,6 +135,10 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
 
 /// Serves until SIGINT or SIGTERM, then stops runs (`cancelled_by: shutdown`) and drains.
 pub async fn run(config: Config) -> Result<(), String> {
+    if let Some(command) = &config.command {
+        return admin(&config, command).await;
+    }
+    config.check_auth()?;
     let site_root = find_site_root(&config)?;
     let server = build(&config, site_root.clone()).await?;
     let listener = tokio::net::TcpListener::bind(config.addr)
@@ -186,4 +193,25 @@ async fn shutdown_signal() {
         _ = interrupt => {}
         _ = terminate => {}
     }
+}
+
+/// An administration command (`glassbox users add NAME`), run instead of the server.
+async fn admin(config: &Config, command: &config::Command) -> Result<(), String> {
+    let config::Command::Users(config::UsersCommand::Add { name }) = command;
+    std::fs::create_dir_all(&config.data_dir).map_err(|error| error.to_string())?;
+    let store = Store::connect(&config.database_url())
+        .await
+        .map_err(|error| format!("cannot open the database: {error}"))?;
+    eprint!("Password for {name} (one line on standard input): ");
+    let mut password = String::new();
+    std::io::stdin()
+        .read_line(&mut password)
+        .map_err(|error| format!("cannot read the password: {error}"))?;
+    let password = password.trim_end_matches(['\r', '\n']);
+    let added = auth::add_user(&store, name, password).await;
+    store.close().await;
+    added.map_err(|error| error.public_message())?;
+    eprintln!();
+    println!("added user {name}; serve with --auth password");
+    Ok(())
 }

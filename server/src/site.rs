@@ -18,12 +18,24 @@ const SPLIT_LOADER: &str = "__wasm_split";
 const SPLIT_MANIFEST: &str = "__wasm_split_manifest";
 
 /// The bundle found in a site root.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Bundle {
     /// Whether the pages should name the hashed files.
     pub hashed: bool,
     /// File names under `pkg/` that are content-hashed (cached as immutable).
     pub immutable: HashSet<String>,
+    /// The stylesheet's path, for pages rendered outside Leptos (the login page).
+    pub stylesheet: String,
+}
+
+impl Default for Bundle {
+    fn default() -> Self {
+        Bundle {
+            hashed: false,
+            immutable: HashSet::new(),
+            stylesheet: format!("/pkg/{OUTPUT_NAME}.css"),
+        }
+    }
 }
 
 /// The bundle in `root`, or `None` when it holds no built JS.
@@ -49,9 +61,13 @@ pub fn bundle_in(root: &Path) -> Option<Bundle> {
             .flatten()
             .chain(chunks.into_iter().flatten())
             .collect();
+            let stylesheet = hashed("css", OUTPUT_NAME, "css")
+                .map(|css| format!("/pkg/{css}"))
+                .unwrap_or_else(|| Bundle::default().stylesheet);
             return Some(Bundle {
                 hashed: true,
                 immutable,
+                stylesheet,
             });
         }
     }

@@ -47,6 +47,30 @@ pub fn Sidebar(
                     }
                 })}
             </Transition>
+            <Account />
         </nav>
+    }
+}
+
+/// Who is signed in, and Sign out (only with accounts: `--auth password` or `proxy`).
+#[component]
+fn Account() -> impl IntoView {
+    let user = OnceResource::new(crate::api::current_user());
+    view! {
+        <Suspense fallback=|| ()>
+            {move || Suspend::new(async move {
+                user.await
+                    .ok()
+                    .flatten()
+                    .map(|name| {
+                        view! {
+                            <form class="account" method="post" action="/auth/logout">
+                                <span class="account-name" title="Signed in">{name}</span>
+                                <button type="submit">"Sign out"</button>
+                            </form>
+                        }
+                    })
+            })}
+        </Suspense>
     }
 }

@@ -26,7 +26,7 @@ pub async fn start(
     headers: HeaderMap,
     ApiJson(request): ApiJson<ChatRequest>,
 ) -> Result<Response> {
-    let (run, started) = state.engine.start(&user.0, request).await?;
+    let (run, started) = state.engine.start(user.id(), request).await?;
     if wants_json(&headers) {
         return Ok((axum::http::StatusCode::CREATED, Json(started)).into_response());
     }
@@ -66,14 +66,14 @@ pub async fn events(
         None => query.after.unwrap_or(0),
     };
     if let Some(run) = state.engine.get(&run_id) {
-        if run.owner_id != user.0 {
+        if run.owner_id != user.id() {
             return Err(Error::NotFound("run"));
         }
         return Ok(sse::response(sse::live(run, after)));
     }
     let trace = state
         .store
-        .trace_by_run(&user.0, &run_id)
+        .trace_by_run(user.id(), &run_id)
         .await?
         .ok_or(Error::NotFound("run"))?;
     let stored: Vec<(u64, Arc<str>)> = trace
@@ -109,7 +109,7 @@ pub async fn cancel(
     let reason = request
         .reason
         .map(|reason| reason.chars().take(500).collect::<String>());
-    let run = state.engine.cancel(&user.0, &run_id, reason).await?;
+    let run = state.engine.cancel(user.id(), &run_id, reason).await?;
     Ok(
         Json(json!({ "run_id": run.run_id, "trace_id": run.trace_id, "status": "cancelled" }))
             .into_response(),

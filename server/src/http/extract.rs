@@ -6,7 +6,7 @@ use axum::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{error::Error, store::LOCAL_OWNER};
+use crate::{auth::User, error::Error};
 
 /// `Json<T>` with 400 / 413 / 415 / 422 answered as `{code, message}`.
 pub struct ApiJson<T>(pub T);
@@ -34,20 +34,27 @@ where
     }
 }
 
-/// Who is asking. There is one local user until accounts exist; every store read and every cancel
-/// takes the owner from here.
-pub struct CurrentUser(pub String);
+/// Who is asking, as `http::session::authenticate` found them for this request. Every handler that
+/// reads or writes a user's data takes it; a request that reached a handler without one (a public
+/// path) gets 401.
+#[derive(Clone, Debug)]
+pub struct CurrentUser(pub User);
 
 impl CurrentUser {
-    pub fn local() -> Self {
-        CurrentUser(LOCAL_OWNER.to_owned())
+    /// The owner id every store read and every run checks.
+    pub fn id(&self) -> &str {
+        &self.0.id
     }
 }
 
 impl<S: Send + Sync> FromRequestParts<S> for CurrentUser {
     type Rejection = Error;
 
-    async fn from_request_parts(_parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
-        Ok(CurrentUser::local())
+    async fn from_request_parts(parts: &mut Parts, _state: &S) -> Result<Self, Self::Rejection> {
+        parts
+            .extensions
+            .get::<CurrentUser>()
+            .cloned()
+            .ok_or_else(|| Error::Unauthenticated("sign in first".into()))
     }
 }

@@ -91,14 +91,18 @@ pub async fn guard(
 }
 
 /// An error that is not already `{code, message}` JSON (a missing file, axum's bare 405) gets that
-/// shape; a browser navigating to an unknown page keeps the HTML 404 page with its way back.
+/// shape; a browser asking for a page keeps an HTML answer (the 404 page with its way back, the
+/// sign-in form saying why not).
 fn json_error_shape(response: Response, wants_page: bool) -> Response {
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+    let content_type = |prefix: &[u8]| {
+        response
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .is_some_and(|v| v.as_bytes().starts_with(prefix))
+    };
+    let keep = content_type(b"application/json") || (wants_page && content_type(b"text/html"));
+    if !(status.is_client_error() || status.is_server_error()) || keep {
         return response;
     }
     match status {

@@ -7,6 +7,7 @@ pub mod guard;
 mod health;
 mod read;
 pub mod serve;
+mod session;
 mod sse;
 mod static_files;
 
@@ -22,7 +23,7 @@ use axum::{
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes};
 
-use crate::{runs::Engine, store::Store};
+use crate::{auth::Auth, runs::Engine, store::Store};
 
 pub use extract::CurrentUser;
 
@@ -38,17 +39,25 @@ pub struct AppState {
     pub immutable_assets: Arc<std::collections::HashSet<String>>,
     /// The host names this server answers to.
     pub hosts: Arc<guard::HostPolicy>,
+    /// Who is asking (`--auth`).
+    pub auth: Arc<Auth>,
+    /// The stylesheet's path, for the sign-in page.
+    pub stylesheet: Arc<str>,
 }
 
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(app::App);
-    let source: SharedSource = Arc::new(PageSource {
-        store: state.store.clone(),
-        engine: state.engine.clone(),
-        owner_id: CurrentUser::local().0,
-    });
+    let (store, engine) = (state.store.clone(), state.engine.clone());
+    // Pages and server functions read as the request's user, like the REST routes.
     let context = move || {
-        provide_context(source.clone());
+        let user = use_context::<axum::http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<CurrentUser>().cloned());
+        let source: SharedSource = Arc::new(PageSource {
+            store: store.clone(),
+            engine: engine.clone(),
+            user,
+        });
+        provide_context(source);
         use_csp_nonce();
     };
     let options = state.leptos_options.clone();
@@ -68,6 +77,9 @@ pub fn router(state: AppState) -> Router {
         .route("/api/conversations/{id}", get(read::conversation))
         .route("/api/{*rest}", axum::routing::any(read::unknown_api))
         .route("/healthz", get(health::health))
+        .route("/login", get(session::login_page))
+        .route("/auth/login", post(session::login))
+        .route("/auth/logout", post(session::logout))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES));
     let pkg = static_files::pkg_router(&options, state.immutable_assets.clone());
     api.leptos_routes_with_context(&state, routes, context.clone(), {
@@ -80,6 +92,10 @@ pub fn router(state: AppState) -> Router {
     >(context, app::shell))
     .layer(static_files::revalidate_by_default())
     .nest_service("/pkg", pkg)
+    .layer(axum::middleware::from_fn_with_state(
+        state.auth.clone(),
+        session::authenticate,
+    ))
     .layer(axum::middleware::from_fn_with_state(
         state.hosts.clone(),
         guard::guard,
@@ -97,18 +113,34 @@ fn use_csp_nonce() {
     }
 }
 
-/// The pages' view of the store, for the current (local) user.
+/// The pages' view of the store, for the request's user (none on a public page: it reads nothing).
 struct PageSource {
     store: Store,
     engine: Arc<Engine>,
-    owner_id: String,
+    user: Option<CurrentUser>,
+}
+
+impl PageSource {
+    fn owner_id(&self) -> Result<&str, String> {
+        self.user
+            .as_ref()
+            .map(CurrentUser::id)
+            .ok_or_else(|| "sign in first".to_owned())
+    }
 }
 
 impl ConversationSource for PageSource {
+    fn user_name(&self) -> Option<String> {
+        self.user
+            .as_ref()
+            .filter(|user| !user.0.is_local())
+            .map(|user| user.0.name.clone())
+    }
+
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>> {
         Box::pin(async move {
             self.store
-                .list_conversations(&self.owner_id)
+                .list_conversations(self.owner_id()?)
                 .await
                 .map_err(|error| {
                     tracing::error!(%error, "listing conversations for a page");
@@ -120,7 +152,7 @@ impl ConversationSource for PageSource {
     fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>> {
         Box::pin(async move {
             self.store
-                .get_conversation(&self.owner_id, &id)
+                .get_conversation(self.owner_id()?, &id)
                 .await
                 .map_err(|error| {
                     tracing::error!(%error, "reading a conversation for a page");
@@ -140,7 +172,7 @@ impl ConversationSource for PageSource {
     fn trace(&self, trace_id: String) -> BoxFuture<'_, Result<Option<Trace>, String>> {
         Box::pin(async move {
             self.store
-                .get_trace(&self.owner_id, &trace_id)
+                .get_trace(self.owner_id()?, &trace_id)
                 .await
                 .map_err(|error| {
                     tracing::error!(%error, "reading a trace for a page");
@@ -152,7 +184,10 @@ impl ConversationSource for PageSource {
     fn inspector(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
         Box::pin(async move {
             let entries = async {
-                let Some(trace) = self.store.get_trace(&self.owner_id, &trace_id).await? else {
+                let owner = self
+                    .owner_id()
+                    .map_err(crate::error::Error::Unauthenticated)?;
+                let Some(trace) = self.store.get_trace(owner, &trace_id).await? else {
                     return Ok(Vec::new());
                 };
                 let turns = self.store.model_turns(&trace.trace_id).await?;
@@ -168,7 +203,10 @@ impl ConversationSource for PageSource {
     fn model_turns(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>> {
         Box::pin(async move {
             let turns = async {
-                let Some(trace) = self.store.get_trace(&self.owner_id, &trace_id).await? else {
+                let owner = self
+                    .owner_id()
+                    .map_err(crate::error::Error::Unauthenticated)?;
+                let Some(trace) = self.store.get_trace(owner, &trace_id).await? else {
                     return Ok(Vec::new());
                 };
                 let turns = self.store.model_turns(&trace.trace_id).await?;

@@ -20,7 +20,7 @@ pub async fn trace(
 ) -> Result<Json<Trace>> {
     state
         .store
-        .get_trace(&user.0, &trace_id)
+        .get_trace(user.id(), &trace_id)
         .await?
         .map(Json)
         .ok_or(Error::NotFound("trace"))
@@ -30,7 +30,7 @@ pub async fn conversations(
     State(state): State<AppState>,
     user: CurrentUser,
 ) -> Result<Json<Vec<ConversationSummary>>> {
-    Ok(Json(state.store.list_conversations(&user.0).await?))
+    Ok(Json(state.store.list_conversations(user.id()).await?))
 }
 
 pub async fn conversation(
@@ -40,7 +40,7 @@ pub async fn conversation(
 ) -> Result<Json<Conversation>> {
     state
         .store
-        .get_conversation(&user.0, &id)
+        .get_conversation(user.id(), &id)
         .await?
         .map(Json)
         .ok_or(Error::NotFound("conversation"))
@@ -65,7 +65,7 @@ pub async fn inspector(
 ) -> Result<Json<Vec<serde_json::Value>>> {
     let trace = state
         .store
-        .get_trace(&user.0, &trace_id)
+        .get_trace(user.id(), &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
     let turns = state.store.model_turns(&trace.trace_id).await?;
@@ -80,7 +80,7 @@ pub async fn model_turns(
 ) -> Result<Json<Vec<crate::store::ModelTurn>>> {
     let trace = state
         .store
-        .get_trace(&user.0, &trace_id)
+        .get_trace(user.id(), &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
     Ok(Json(state.store.model_turns(&trace.trace_id).await?))
@@ -101,10 +101,10 @@ pub async fn thoughtflow(
     }
     let conversation = state
         .store
-        .get_conversation(&user.0, id)
+        .get_conversation(user.id(), id)
         .await?
         .ok_or(Error::NotFound("conversation"))?;
-    let traces = state.store.traces_for_conversation(&user.0, id).await?;
+    let traces = state.store.traces_for_conversation(user.id(), id).await?;
     let flow = crate::exports::thoughtflow(&conversation, &traces);
     Ok(match format {
         "json" => Json(flow).into_response(),

@@ -16,6 +16,7 @@ use hyper_util::{
     service::TowerToHyperService,
 };
 use tokio::{net::TcpListener, sync::Semaphore};
+use tower::ServiceExt;
 
 /// What bounds the connections a server holds.
 #[derive(Clone, Copy, Debug)]
@@ -52,9 +53,9 @@ pub async fn serve(
             },
             () = &mut shutdown => break,
         };
-        let tcp = tokio::select! {
+        let (tcp, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((tcp, _)) => tcp,
+                Ok(accepted) => accepted,
                 Err(error) => {
                     // Out of file descriptors, say: wait instead of spinning.
                     tracing::warn!(%error, "accept failed");
@@ -69,7 +70,15 @@ pub async fn serve(
         if let Err(error) = tcp.set_nodelay(true) {
             tracing::debug!(%error, "cannot set TCP_NODELAY");
         }
-        let service = TowerToHyperService::new(router.clone());
+        // The peer's address, for `--auth proxy`'s trusted proxies and sign-in throttling.
+        let service = TowerToHyperService::new(router.clone().map_request(
+            move |mut request: hyper::Request<hyper::body::Incoming>| {
+                request
+                    .extensions_mut()
+                    .insert(axum::extract::ConnectInfo(peer));
+                request
+            },
+        ));
         let connection = builder
             .serve_connection(TokioIo::new(tcp), service)
             .into_owned();

@@ -11,11 +11,14 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
-use super::{new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits};
+use super::{
+    new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits, UserRuns,
+    UserSlot,
+};
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
     error::{Error, Result},
-    store::{FinishedTrace, NewRun, Store},
+    store::{FinishedTrace, NewRun, Store, LOCAL_OWNER},
     tools::ToolRegistry,
 };
 
@@ -63,6 +66,14 @@ pub struct Engine {
     budget: Arc<MemoryBudget>,
     /// One permit per run going; `limits.max_running` in all.
     slots: Arc<Semaphore>,
+    /// Each signed-in user's runs going and recent starts.
+    user_runs: Arc<UserRuns>,
+}
+
+/// What a run holds while it goes: a server slot, and its user's (none for the local user).
+struct RunSlot {
+    _server: OwnedSemaphorePermit,
+    _user: Option<UserSlot>,
 }
 
 impl Engine {
@@ -93,6 +104,7 @@ impl Engine {
             limits,
             budget: MemoryBudget::new(limits.memory_budget),
             slots: Arc::new(Semaphore::new(limits.max_running)),
+            user_runs: UserRuns::new(limits.per_user),
         })
     }
 
@@ -147,7 +159,7 @@ impl Engine {
         if let Some(model) = &requested_model {
             self.agents.resolve(model)?;
         }
-        let slot = self.take_slot()?;
+        let slot = self.take_slot(owner_id)?;
 
         let now = now_rfc3339();
         let (run_id, trace_id) = (new_id("run"), new_id("trace"));
@@ -213,8 +225,19 @@ impl Engine {
         Ok((run, reply))
     }
 
-    /// One of the running slots, unless the server is at its run or memory limit (429).
-    fn take_slot(&self) -> Result<OwnedSemaphorePermit> {
+    /// One of the running slots, unless the server is at its run or memory limit, or the user
+    /// at theirs (429).
+    fn take_slot(&self, owner_id: &str) -> Result<RunSlot> {
+        let user = (owner_id != LOCAL_OWNER)
+            .then(|| self.user_runs.take(owner_id))
+            .transpose()?;
+        Ok(RunSlot {
+            _server: self.take_server_slot()?,
+            _user: user,
+        })
+    }
+
+    fn take_server_slot(&self) -> Result<OwnedSemaphorePermit> {
         if self.budget.used() >= self.budget.limit() {
             return Err(Error::TooBusy(format!(
                 "the server's memory for runs ({} MiB) is in use; try again in a few seconds",
@@ -241,7 +264,7 @@ impl Engine {
         self: Arc<Self>,
         context: RunContext,
         agent: Result<Arc<dyn Agent>>,
-        _slot: OwnedSemaphorePermit,
+        _slot: RunSlot,
     ) {
         let run = context.run.clone();
 

@@ -3,10 +3,16 @@
 //! (429 beyond them); the memory budget is also charged per event, and a run that cannot get more
 //! ends with `memory_exhausted`.
 
-use std::sync::{
-    atomic::{AtomicUsize, Ordering},
-    Arc,
+use std::{
+    collections::{HashMap, VecDeque},
+    sync::{
+        atomic::{AtomicUsize, Ordering},
+        Arc, Mutex,
+    },
+    time::{Duration, Instant},
 };
+
+use crate::error::Error;
 
 /// The two limits, from the command line.
 #[derive(Clone, Copy, Debug)]
@@ -16,6 +22,106 @@ pub struct RunLimits {
     /// Bytes of event logs held by all runs in memory (going, or ended and still kept for late
     /// subscribers).
     pub memory_budget: usize,
+    /// What one signed-in user may run.
+    pub per_user: UserLimits,
+}
+
+/// One signed-in user's share (0: no limit). The single user of `--auth none` has none.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserLimits {
+    /// Runs going at once.
+    pub max_running: usize,
+    /// Runs started in any minute.
+    pub per_minute: usize,
+}
+
+/// Each user's runs going and recent starts. Written by hand: a counter and a queue of instants
+/// per user; the rate-limit crates count requests per key, not runs that end later.
+#[derive(Debug, Default)]
+pub struct UserRuns {
+    limits: UserLimits,
+    users: Mutex<HashMap<String, UserState>>,
+}
+
+#[derive(Debug, Default)]
+struct UserState {
+    running: usize,
+    starts: VecDeque<Instant>,
+}
+
+/// A user's hold on one of their runs; given back when dropped (the run is stored).
+#[derive(Debug)]
+pub struct UserSlot {
+    runs: Arc<UserRuns>,
+    owner: String,
+}
+
+impl Drop for UserSlot {
+    fn drop(&mut self) {
+        let mut users = self.runs.users.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(state) = users.get_mut(&self.owner) {
+            state.running = state.running.saturating_sub(1);
+            if state.running == 0 && state.starts.is_empty() {
+                users.remove(&self.owner);
+            }
+        }
+    }
+}
+
+impl UserRuns {
+    pub fn new(limits: UserLimits) -> Arc<Self> {
+        Arc::new(UserRuns {
+            limits,
+            users: Mutex::default(),
+        })
+    }
+
+    /// A slot for one more run of `owner`, or 429 `user_limit` with how long to wait.
+    pub fn take(self: &Arc<Self>, owner: &str) -> Result<UserSlot, Error> {
+        const MINUTE: Duration = Duration::from_secs(60);
+        let mut users = self.users.lock().unwrap_or_else(|p| p.into_inner());
+        let state = users.entry(owner.to_owned()).or_default();
+        let now = Instant::now();
+        while state
+            .starts
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= MINUTE)
+        {
+            state.starts.pop_front();
+        }
+        let limited = |what: String, retry_after_secs: u64| Error::Throttled {
+            code: "user_limit",
+            message: what,
+            retry_after_secs,
+        };
+        if self.limits.max_running > 0 && state.running >= self.limits.max_running {
+            return Err(limited(
+                format!(
+                    "you have {} runs going, as many as one person may; stop one or wait",
+                    state.running
+                ),
+                super::RETRY_AFTER_SECS,
+            ));
+        }
+        if self.limits.per_minute > 0 && state.starts.len() >= self.limits.per_minute {
+            let wait = state.starts.front().map_or(MINUTE, |oldest| {
+                MINUTE.saturating_sub(now.duration_since(*oldest))
+            });
+            return Err(limited(
+                format!(
+                    "you started {} runs in the last minute, as many as one person may",
+                    state.starts.len()
+                ),
+                wait.as_secs().max(1),
+            ));
+        }
+        state.running += 1;
+        state.starts.push_back(now);
+        Ok(UserSlot {
+            runs: self.clone(),
+            owner: owner.to_owned(),
+        })
+    }
 }
 
 /// Bytes charged by every run's log against one limit. Written by hand: an atomic counter with a

@@ -10,7 +10,7 @@ mod run;
 
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
 pub use engine::{ChatRequest, Engine, StartedChat, RETRY_AFTER_SECS};
-pub use limits::{MemoryBudget, RunLimits};
+pub use limits::{MemoryBudget, RunLimits, UserLimits, UserRuns, UserSlot};
 pub use run::{Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES};
 
 /// "2026-01-22T10:30:00.123Z" for now.

@@ -2,16 +2,19 @@
 //! write SQL. SQLite is the embedded default; the methods are the seam where a PostgreSQL backend
 //! slots in (same tables, JSONB for `body` and `events`) without touching callers.
 
+mod accounts;
 mod sqlite;
 mod writer;
+
+pub use accounts::StoredUser;
 
 pub use sqlite::Store;
 
 use app::protocol::{CancelledBy, Message, MessageStatus};
 use serde::Serialize;
 
-/// The one local user until accounts exist. Every read and every cancel checks the owner anyway,
-/// so adding users changes who is asking, not the checks.
+/// The one local user of `--auth none`. Every read and every cancel checks the owner, so who is
+/// asking (this user, an account, a proxy's user) changes nothing in the checks.
 pub const LOCAL_OWNER: &str = "local";
 
 /// What `POST /api/chat` asks the store to create in one transaction.

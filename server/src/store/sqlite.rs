@@ -19,8 +19,8 @@ use crate::error::{Error, Result};
 #[derive(Clone, Debug)]
 pub struct Store {
     /// Reads only: in WAL mode they never wait for the writer.
-    pool: SqlitePool,
-    writer: Writer,
+    pub(super) pool: SqlitePool,
+    pub(super) writer: Writer,
 }
 
 /// A finished trace as the writer's job owns it.

@@ -1,0 +1,124 @@
+//! Accounts (`--auth password`): users with an argon2id hash, and sessions found by the SHA-256
+//! of their token. Reads go through the read pool; writes are jobs of the one writer.
+
+use sqlx::Row;
+
+use super::Store;
+use crate::error::{Error, Result};
+
+/// A user as stored: id (the owner id of everything they create), name, password hash.
+#[derive(Clone, Debug)]
+pub struct StoredUser {
+    pub user_id: String,
+    pub name: String,
+    pub password_hash: String,
+}
+
+impl Store {
+    /// Adds a user; a name already taken is a conflict.
+    pub async fn add_user(&self, user: StoredUser, now: String) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    let taken = sqlx::query("SELECT 1 FROM users WHERE name = ?")
+                        .bind(&user.name)
+                        .fetch_optional(&mut *connection)
+                        .await?;
+                    if taken.is_some() {
+                        return Err(Error::Conflict(format!(
+                            "a user named '{}' exists",
+                            user.name
+                        )));
+                    }
+                    sqlx::query(
+                        "INSERT INTO users (user_id, name, password_hash, created_at) VALUES (?, ?, ?, ?)",
+                    )
+                    .bind(&user.user_id)
+                    .bind(&user.name)
+                    .bind(&user.password_hash)
+                    .bind(&now)
+                    .execute(&mut *connection)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    pub async fn user_by_name(&self, name: &str) -> Result<Option<StoredUser>> {
+        let row = sqlx::query("SELECT user_id, name, password_hash FROM users WHERE name = ?")
+            .bind(name)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|row| {
+            Ok(StoredUser {
+                user_id: row.try_get("user_id")?,
+                name: row.try_get("name")?,
+                password_hash: row.try_get("password_hash")?,
+            })
+        })
+        .transpose()
+    }
+
+    /// Opens a session; sessions expired by `now` go in the same write.
+    pub async fn create_session(
+        &self,
+        token_hash: String,
+        user_id: String,
+        now: String,
+        expires_at: String,
+    ) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM sessions WHERE expires_at <= ?")
+                        .bind(&now)
+                        .execute(&mut *connection)
+                        .await?;
+                    sqlx::query(
+                        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                    )
+                    .bind(&token_hash)
+                    .bind(&user_id)
+                    .bind(&now)
+                    .bind(&expires_at)
+                    .execute(&mut *connection)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// The user (id, name) of a session that has not expired by `now`.
+    pub async fn session_user(
+        &self,
+        token_hash: &str,
+        now: &str,
+    ) -> Result<Option<(String, String)>> {
+        let row = sqlx::query(
+            "SELECT users.user_id, users.name FROM sessions JOIN users USING (user_id)
+             WHERE sessions.token_hash = ? AND sessions.expires_at > ?",
+        )
+        .bind(token_hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| Ok((row.try_get("user_id")?, row.try_get("name")?)))
+            .transpose()
+    }
+
+    pub async fn delete_session(&self, token_hash: String) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    sqlx::query("DELETE FROM sessions WHERE token_hash = ?")
+                        .bind(&token_hash)
+                        .execute(&mut *connection)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+}

@@ -1,0 +1,414 @@
+//! Accounts and isolation (`--auth password | proxy | none`): the real binary on a real socket.
+//! Two users; every endpoint tried with the other user's ids answers 404 (server functions answer
+//! nothing); sign-in throttling; sign-out; per-user run limits; the proxy's header trusted only
+//! from its address; no open server on a public address without `--insecure-no-auth`.
+
+mod common;
+
+use std::io::Write;
+
+use common::*;
+use reqwest::{header, redirect::Policy, Client, StatusCode};
+use serde_json::{json, Value};
+
+fn site() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("temp dir");
+    for sub in ["site/pkg", "workspace", "scenarios", "data"] {
+        std::fs::create_dir_all(dir.path().join(sub)).expect("folders");
+    }
+    std::fs::write(
+        dir.path().join("site/pkg/glassbox.js"),
+        "export default function () {}",
+    )
+    .expect("js");
+    std::fs::write(
+        dir.path().join("scenarios/quick.json"),
+        json!({"delta_interval_ms": 0, "steps": [{"text": "Alice's private answer"}]}).to_string(),
+    )
+    .expect("scenario");
+    std::fs::write(
+        dir.path().join("scenarios/slow.json"),
+        json!({"delta_chars": 2, "delta_interval_ms": 100, "steps": [{"text": "a slow answer that takes a while to stream"}]})
+            .to_string(),
+    )
+    .expect("scenario");
+    dir
+}
+
+/// `glassbox users add NAME`, the password on standard input.
+fn add_user(dir: &tempfile::TempDir, name: &str, password: &str) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(["users", "add", name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start glassbox users add");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{password}\n").as_bytes())
+        .expect("write the password");
+    child.wait_with_output().expect("users add")
+}
+
+fn client() -> Client {
+    Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .expect("client")
+}
+
+/// Signs in; answers the session cookie (`name=value`).
+async fn sign_in(base: &str, name: &str, password: &str) -> Result<String, (StatusCode, String)> {
+    let response = client()
+        .post(format!("{base}/auth/login"))
+        .header(header::ACCEPT, "text/html")
+        .form(&[("name", name), ("password", password), ("next", "/c/x")])
+        .send()
+        .await
+        .expect("POST /auth/login");
+    let status = response.status();
+    if status != StatusCode::SEE_OTHER {
+        return Err((status, response.text().await.unwrap_or_default()));
+    }
+    assert_eq!(
+        response
+            .headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok()),
+        Some("/c/x")
+    );
+    let cookie = response
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .expect("a session cookie")
+        .to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
+        "{cookie}"
+    );
+    Ok(cookie.split(';').next().unwrap_or_default().to_owned())
+}
+
+async fn get(base: &str, cookie: &str, path: &str) -> (StatusCode, String) {
+    let response = client()
+        .get(format!("{base}{path}"))
+        .header(header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("GET");
+    (response.status(), response.text().await.unwrap_or_default())
+}
+
+async fn post(base: &str, cookie: &str, path: &str, body: Value) -> (StatusCode, Value) {
+    let response = client()
+        .post(format!("{base}{path}"))
+        .header(header::COOKIE, cookie)
+        .header(header::ACCEPT, "application/json")
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
+/// A server function, as the pages call it (a form-encoded POST).
+async fn server_fn(
+    base: &str,
+    cookie: &str,
+    name: &str,
+    args: &[(&str, &str)],
+) -> (StatusCode, String) {
+    let response = client()
+        .post(format!("{base}/api/fn/{name}"))
+        .header(header::COOKIE, cookie)
+        .form(args)
+        .send()
+        .await
+        .expect("server function");
+    (response.status(), response.text().await.unwrap_or_default())
+}
+
+/// Waits for a run to end (its stream closes).
+async fn wait_for_end(base: &str, cookie: &str, run_id: &str) {
+    let response = client()
+        .get(format!("{base}/api/runs/{run_id}/events"))
+        .header(header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("events");
+    assert_eq!(response.status(), StatusCode::OK);
+    let events = SseStream::new(response).collect().await;
+    assert_invariants(&events);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() {
+    let dir = site();
+    for name in ["alice", "bob"] {
+        let added = add_user(&dir, name, &format!("{name}-password"));
+        assert!(added.status.success(), "{added:?}");
+    }
+    let again = add_user(&dir, "alice", "another-password");
+    assert!(!again.status.success(), "a taken name is refused");
+    let short = add_user(&dir, "carol", "short");
+    assert!(!short.status.success(), "a short password is refused");
+    let server = launch(&dir, &["--auth", "password"]).await;
+    let base = server.base.as_str();
+
+    // Without a session: 401 JSON from the API, the sign-in page for a browser, health for all.
+    let (status, body) = get(base, "", "/api/conversations").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.contains(r#""code":"unauthenticated""#), "{body}");
+    let page = client()
+        .get(format!("{base}/c/abc"))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(page.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        page.headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok()),
+        Some("/login?next=/c/abc")
+    );
+    assert_eq!(get(base, "", "/healthz").await.0, StatusCode::OK);
+    let (status, login) = get(base, "", "/login?next=/c/abc").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(login.contains(r#"action="/auth/login""#) && login.contains(r#"value="/c/abc""#));
+    let (status, _) = server_fn(base, "", "conversations", &[]).await;
+    assert!(
+        !status.is_success(),
+        "server functions need a user too: {status}"
+    );
+
+    let (status, _) = sign_in(base, "alice", "wrong-password")
+        .await
+        .expect_err("wrong password");
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let alice = sign_in(base, "alice", "alice-password")
+        .await
+        .expect("alice signs in");
+    let bob = sign_in(base, "bob", "bob-password")
+        .await
+        .expect("bob signs in");
+
+    let (status, started) = post(
+        base,
+        &alice,
+        "/api/chat",
+        json!({"content": "hi", "model": "scenario:quick"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let field = |name: &str| started[name].as_str().expect("id").to_owned();
+    let (conversation, run, trace) = (field("conversation_id"), field("run_id"), field("trace_id"));
+    wait_for_end(base, &alice, &run).await;
+
+    // Alice sees her own.
+    let (status, body) = get(base, &alice, &format!("/api/conversations/{conversation}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("Alice's private answer"));
+
+    // Bob, with Alice's ids: 404 everywhere, nothing in lists, nothing from server functions.
+    for path in [
+        format!("/api/conversations/{conversation}"),
+        format!("/api/traces/{trace}"),
+        format!("/api/traces/{trace}/inspector.json"),
+        format!("/api/traces/{trace}/model-turns"),
+        format!("/api/runs/{run}/events"),
+        format!("/thoughtflow/{conversation}.json"),
+        format!("/thoughtflow/{conversation}.d2"),
+    ] {
+        let (status, body) = get(base, &bob, &path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert!(!body.contains("private answer"), "{path}");
+    }
+    let (status, body) = post(base, &bob, &format!("/api/runs/{run}/cancel"), json!({})).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "cancel: {body}");
+    let (status, body) = post(
+        base,
+        &bob,
+        "/api/chat",
+        json!({"content": "mine now", "conversation_id": conversation, "model": "scenario:quick"}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "writing into Alice's conversation: {body}"
+    );
+    let (status, list) = get(base, &bob, "/api/conversations").await;
+    assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
+    for (name, args) in [
+        ("conversations", vec![]),
+        ("conversation", vec![("id", conversation.as_str())]),
+        ("trace", vec![("trace_id", trace.as_str())]),
+        ("trace-overview", vec![("trace_id", trace.as_str())]),
+        ("inspector", vec![("trace_id", trace.as_str())]),
+        ("model_turns", vec![("trace_id", trace.as_str())]),
+    ] {
+        let (status, body) = server_fn(base, &bob, name, &args).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        assert!(
+            matches!(body.as_str(), "null" | "[]"),
+            "{name} gave Bob: {body}"
+        );
+    }
+    let (_, page) = get(base, &bob, &format!("/c/{conversation}")).await;
+    assert!(
+        !page.contains("private answer"),
+        "the page showed Bob Alice's answer"
+    );
+    let (_, page) = get(base, &alice, &format!("/c/{conversation}")).await;
+    assert!(
+        page.contains("private answer"),
+        "the page shows Alice her answer"
+    );
+    let (_, whoami) = server_fn(base, &alice, "whoami", &[]).await;
+    assert_eq!(whoami, r#""alice""#);
+
+    // Signing out ends the session.
+    let out = client()
+        .post(format!("{base}/auth/logout"))
+        .header(header::COOKIE, &bob)
+        .send()
+        .await
+        .expect("logout");
+    assert_eq!(out.status(), StatusCode::SEE_OTHER);
+    assert!(out
+        .headers()
+        .get(header::SET_COOKIE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|cookie| cookie.contains("Max-Age=0")));
+    assert_eq!(
+        get(base, &bob, "/api/conversations").await.0,
+        StatusCode::UNAUTHORIZED
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failed_sign_ins_are_throttled_and_a_user_has_a_run_limit() {
+    let dir = site();
+    assert!(add_user(&dir, "alice", "alice-password").status.success());
+    let server = launch(&dir, &["--auth", "password", "--user-max-runs", "2"]).await;
+    let base = server.base.as_str();
+    for _ in 0..5 {
+        let (status, _) = sign_in(base, "alice", "guess").await.expect_err("wrong");
+        assert_eq!(status, StatusCode::UNAUTHORIZED);
+    }
+    let response = client()
+        .post(format!("{base}/auth/login"))
+        .header(header::ACCEPT, "text/html")
+        .form(&[("name", "alice"), ("password", "alice-password")])
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(
+        response.status(),
+        StatusCode::TOO_MANY_REQUESTS,
+        "even the right password waits"
+    );
+    assert!(response.headers().contains_key(header::RETRY_AFTER));
+    let page = response.text().await.unwrap_or_default();
+    assert!(page.contains("too many failed sign-ins"), "the form says why: {page}");
+    drop(server);
+
+    // A fresh process forgets the failures; the run limit is per user.
+    let server = launch(&dir, &["--auth", "password", "--user-max-runs", "2"]).await;
+    let base = server.base.as_str();
+    let alice = sign_in(base, "alice", "alice-password")
+        .await
+        .expect("sign in");
+    let chat = json!({"content": "go", "model": "scenario:slow"});
+    let mut runs = Vec::new();
+    for _ in 0..2 {
+        let (status, started) = post(base, &alice, "/api/chat", chat.clone()).await;
+        assert_eq!(status, StatusCode::CREATED, "{started}");
+        runs.push(started["run_id"].as_str().expect("run").to_owned());
+    }
+    let third = client()
+        .post(format!("{base}/api/chat"))
+        .header(header::COOKIE, &alice)
+        .header(header::ACCEPT, "application/json")
+        .json(&chat)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(third.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert!(third.headers().contains_key(header::RETRY_AFTER));
+    let body: Value = third.json().await.expect("JSON");
+    assert_eq!(body["code"], "user_limit");
+    for run in &runs {
+        let (status, _) = post(base, &alice, &format!("/api/runs/{run}/cancel"), json!({})).await;
+        assert!(status.is_success(), "cancel: {status}");
+        wait_for_end(base, &alice, run).await;
+    }
+    // The slots come back once the runs are stored.
+    let mut started = StatusCode::TOO_MANY_REQUESTS;
+    for _ in 0..50 {
+        started = post(base, &alice, "/api/chat", chat.clone()).await.0;
+        if started == StatusCode::CREATED {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(started, StatusCode::CREATED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_proxy_names_the_user_only_from_a_trusted_address() {
+    let dir = site();
+    let server = launch(&dir, &["--auth", "proxy"]).await;
+    let base = server.base.as_str();
+    let as_user = |name: &'static str| {
+        client()
+            .get(format!("{base}/api/conversations"))
+            .header("X-Forwarded-User", name)
+    };
+    assert_eq!(
+        as_user("dana").send().await.expect("GET").status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        get(base, "", "/api/conversations").await.0,
+        StatusCode::UNAUTHORIZED,
+        "no header, no user"
+    );
+    drop(server);
+    let server = launch(&dir, &["--auth", "proxy", "--trusted-proxies", "10.9.8.7"]).await;
+    let response = client()
+        .get(format!("{}/api/conversations", server.base))
+        .header("X-Forwarded-User", "dana")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(
+        response.status(),
+        StatusCode::UNAUTHORIZED,
+        "the header from an untrusted address"
+    );
+}
+
+#[tokio::test]
+async fn without_auth_the_server_refuses_a_public_address() {
+    let dir = site();
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(["--addr", "0.0.0.0:0", "--data-dir"])
+        .arg(dir.path().join("data"))
+        .arg("--site-root")
+        .arg(dir.path().join("site"))
+        .output()
+        .await
+        .expect("run glassbox");
+    assert!(!output.status.success());
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(said.contains("--insecure-no-auth"), "{said}");
+}
