@@ -15,7 +15,7 @@
 
 use std::{borrow::Cow, sync::LazyLock};
 
-use regex::{Regex, RegexSet};
+use regex::Regex;
 
 use app::protocol::EventKind;
 
@@ -52,13 +52,14 @@ const NAMED: &[&str] = &[
 ];
 
 struct Patterns {
-    any: RegexSet,
+    /// Every pattern in one alternation, for the common question "is there anything at all?".
+    any: Regex,
     shapes: Regex,
     named: Vec<Regex>,
     /// A JSON member whose key looks secret, in text that is not valid JSON.
     raw_member: Regex,
     pem_marker: Regex,
-    /// Text that ends where a credential may still continue with whitespace inside it.
+    /// Text that ends inside a PEM header (`-----BEGIN RSA PRIV`), which has spaces in it.
     open_tail: Regex,
 }
 
@@ -67,14 +68,22 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
     // The patterns are constants; a test compiles them, so these cannot fail at run time.
     let compile = |pattern: &str| Regex::new(pattern).expect("a redaction pattern");
     Patterns {
-        any: RegexSet::new(all).expect("the redaction patterns"),
+        any: compile(
+            &all.map(|pattern| {
+                format!("(?:{pattern})")
+                    .replace("?P<keep>", "?:")
+                    .replace("?P<after>", "?:")
+            })
+            .collect::<Vec<_>>()
+            .join("|"),
+        ),
         shapes: compile(&SHAPES.join("|")),
         named: NAMED.iter().map(|pattern| compile(pattern)).collect(),
         raw_member: compile(
             r#"(?i)("[^"\\]*(?:key|token|secret|password|authorization|cookie)[^"\\]*"\s*:\s*)(?:"(?:[^"\\]|\\.)*"?|[^,}\s]+)"#,
         ),
         pem_marker: compile(r"-----(BEGIN|END)[A-Z0-9 ]*PRIVATE KEY-----"),
-        open_tail: compile(r"(?i)(?:bearer\s*|-----BEGIN[A-Z0-9 ]*-{0,4})\z"),
+        open_tail: compile(r"-----BEGIN[A-Z0-9 ]*-{0,4}\z"),
     }
 });
 
@@ -175,6 +184,18 @@ impl Key {
     }
 }
 
+/// For a delta event, whether it is the model's text or reasoning (not a tool's output).
+fn delta_kind(kind: &EventKind) -> Option<bool> {
+    match kind {
+        EventKind::TextDelta { .. } | EventKind::ReasoningPartDelta { .. } => Some(true),
+        EventKind::ToolCallUpdate {
+            output_delta: Some(_),
+            ..
+        } => Some(false),
+        _ => None,
+    }
+}
+
 /// The delta text of a delta event.
 fn delta_text(kind: &mut EventKind) -> Option<&mut String> {
     match kind {
@@ -209,24 +230,26 @@ impl Streams {
     /// held back); any other event comes back after the held ends of the texts it ends, each as a
     /// delta event of its own. Redaction of non-delta payloads is [`crate::sanitize`]'s job.
     pub fn pass(&mut self, mut kind: EventKind) -> (Vec<EventKind>, Option<EventKind>) {
-        let Some(key) = Key::of(&kind) else {
+        let Some(is_model_output) = delta_kind(&kind) else {
             let ended = self.flush(|held| held.key.ended_by(&kind));
             return (ended, Some(kind));
         };
         // A new part of the model's output ends its other text and reasoning parts.
-        let ended = match key {
-            Key::ToolOutput(_) => Vec::new(),
-            _ => self.flush(|held| !held.key.is_tool_output() && !held.key.matches(&kind)),
+        let ended = if is_model_output {
+            self.flush(|held| !held.key.is_tool_output() && !held.key.matches(&kind))
+        } else {
+            Vec::new()
         };
         let position = self.held.iter().position(|held| held.key.matches(&kind));
-        let mut held = match position {
-            Some(index) => self.held.swap_remove(index),
-            None => Held {
+        let mut held = match (position, Key::of(&kind)) {
+            (Some(index), _) => self.held.swap_remove(index),
+            (None, Some(key)) => Held {
                 key,
                 template: kind.clone(),
                 text: String::new(),
                 in_private_key: false,
             },
+            (None, None) => return (ended, Some(kind)),
         };
         let Some(delta) = delta_text(&mut kind) else {
             return (ended, Some(kind));
@@ -250,7 +273,7 @@ impl Streams {
     }
 
     fn flush(&mut self, ends: impl Fn(&Held) -> bool) -> Vec<EventKind> {
-        if self.held.is_empty() {
+        if !self.held.iter().any(&ends) {
             return Vec::new();
         }
         let (ended, kept): (Vec<Held>, Vec<Held>) = self.held.drain(..).partition(ends);
@@ -293,11 +316,12 @@ fn split_held(text: String, in_private_key: &mut bool) -> (String, String) {
     }
     let hold_from = hold_point(&text);
     let keep = text.split_off(hold_from);
-    let opens_private_key = patterns
-        .pem_marker
-        .captures_iter(&text)
-        .last()
-        .is_some_and(|marker| &marker[1] == "BEGIN");
+    let opens_private_key = text.contains("-----")
+        && patterns
+            .pem_marker
+            .captures_iter(&text)
+            .last()
+            .is_some_and(|marker| &marker[1] == "BEGIN");
     if opens_private_key {
         *in_private_key = true;
     }
@@ -312,11 +336,15 @@ fn hold_point(text: &str) -> usize {
         .map(|at| at + text[at..].chars().next().map_or(1, char::len_utf8))
         .unwrap_or(0);
     let mut from = word_start;
-    let before_word = &text[..word_start];
-    if let Some(open) = PATTERNS.open_tail.find(before_word) {
-        from = open.start();
-    } else if let Some(header) = PATTERNS.open_tail.find(text) {
-        from = from.min(header.start());
+    let before_word = text[..word_start].trim_end().as_bytes();
+    if before_word.len() >= 6
+        && before_word[before_word.len() - 6..].eq_ignore_ascii_case(b"bearer")
+    {
+        from = before_word.len() - 6;
+    } else if text.contains("-----BEGIN") {
+        if let Some(header) = PATTERNS.open_tail.find(text) {
+            from = from.min(header.start());
+        }
     }
     if text.len() - from > MAX_HELD_BYTES {
         return text.len();

@@ -65,6 +65,20 @@ pub fn sanitize_value(value: &mut Value) {
 
 pub use app::protocol::shorten_chars as shorten;
 
+/// Redacts a tool's output. Only what can be kept is scanned, with a margin so a credential that
+/// straddles the cut is still seen whole: a 100 KiB result costs a 16 KiB scan.
+fn redact_output(text: &mut String, truncated: &mut bool, full_length: &mut Option<u64>) {
+    const MARGIN: usize = 512;
+    if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS + MARGIN) {
+        let total = text.chars().count() as u64;
+        let cut = cut.len();
+        text.truncate(cut);
+        *truncated = true;
+        *full_length = Some(full_length.unwrap_or(0).max(total));
+    }
+    redact_in_place(text);
+}
+
 /// Makes one event's payload safe to send and store.
 pub fn sanitize_event(kind: &mut EventKind) {
     match kind {
@@ -99,7 +113,7 @@ pub fn sanitize_event(kind: &mut EventKind) {
             ..
         } => {
             if let Some(text) = output {
-                redact_in_place(text);
+                redact_output(text, truncated, full_length);
                 if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
                     let total = text.chars().count() as u64;
                     *text = cut.to_owned();

@@ -318,7 +318,10 @@ async fn failed_sign_ins_are_throttled_and_a_user_has_a_run_limit() {
     );
     assert!(response.headers().contains_key(header::RETRY_AFTER));
     let page = response.text().await.unwrap_or_default();
-    assert!(page.contains("too many failed sign-ins"), "the form says why: {page}");
+    assert!(
+        page.contains("too many failed sign-ins"),
+        "the form says why: {page}"
+    );
     drop(server);
 
     // A fresh process forgets the failures; the run limit is per user.
