@@ -30,6 +30,7 @@ async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched
     ] {
         std::fs::write(pkg.join(name), body).expect("write asset");
     }
+    std::fs::write(dir.path().join("site/favicon.svg"), "<svg/>").expect("write the icon");
     let server = TestServer::start_in(dir).await;
     let url = server.url("/pkg/glassbox.wasm");
     for (accept, encoding, body) in [
@@ -50,6 +51,28 @@ async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched
         .to_owned();
     let again = get_with(&server, &url, "if-modified-since", &modified).await;
     assert_eq!(again.status(), 304, "an unchanged asset is not sent again");
+
+    // The icon every page names, too (it was a full 200 on every visit).
+    let icon = server
+        .client
+        .get(server.url("/favicon.svg"))
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(icon.status(), 200);
+    assert_eq!(header(&icon, "content-type"), Some("image/svg+xml"));
+    assert_eq!(header(&icon, "cache-control"), Some("no-cache"));
+    let modified = header(&icon, "last-modified")
+        .expect("Last-Modified")
+        .to_owned();
+    let again = get_with(
+        &server,
+        &server.url("/favicon.svg"),
+        "if-modified-since",
+        &modified,
+    )
+    .await;
+    assert_eq!(again.status(), 304, "an unchanged icon is not sent again");
 
     let page = server
         .client

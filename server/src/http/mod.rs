@@ -90,6 +90,7 @@ pub fn router(state: AppState) -> Router {
         AppState,
         _,
     >(context, app::shell))
+    .route_service("/favicon.svg", static_files::favicon(&options))
     .layer(static_files::revalidate_by_default())
     .nest_service("/pkg", pkg)
     .layer(axum::middleware::from_fn_with_state(

@@ -15,7 +15,10 @@ use axum::{
     Router,
 };
 use leptos::prelude::LeptosOptions;
-use tower_http::{services::ServeDir, set_header::SetResponseHeaderLayer};
+use tower_http::{
+    services::{ServeDir, ServeFile},
+    set_header::SetResponseHeaderLayer,
+};
 
 const REVALIDATE: HeaderValue = HeaderValue::from_static("no-cache");
 const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
@@ -48,6 +51,12 @@ async fn cache_policy(
     };
     response.headers_mut().insert(header::CACHE_CONTROL, policy);
     response
+}
+
+/// `/favicon.svg`, which every page names: revalidated like `/pkg` (304 when unchanged), where
+/// Leptos's file handler answered a full 200 on every visit.
+pub fn favicon(options: &LeptosOptions) -> ServeFile {
+    ServeFile::new(PathBuf::from(options.site_root.as_ref()).join("favicon.svg"))
 }
 
 /// `Cache-Control: no-cache` on answers that set none (pages, API).
