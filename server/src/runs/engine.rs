@@ -91,6 +91,8 @@ impl Engine {
         if let Err(error) = checkpointer.clone().spawn(checkpointer_stop.clone()) {
             tracing::error!(%error, "cannot start the checkpointer thread: runs are stored only when they end");
         }
+        let budget = MemoryBudget::new(limits.memory_budget);
+        super::limits::trimmer(&budget);
         Arc::new(Engine {
             store,
             agents,
@@ -102,7 +104,7 @@ impl Engine {
             checkpointer_stop,
             tasks,
             limits,
-            budget: MemoryBudget::new(limits.memory_budget),
+            budget,
             slots: Arc::new(Semaphore::new(limits.max_running)),
             user_runs: UserRuns::new(limits.per_user),
         })

@@ -130,13 +130,63 @@ impl UserRuns {
 pub struct MemoryBudget {
     used: AtomicUsize,
     limit: usize,
+    /// Bytes released since the allocator was last asked to give memory back (see [`trimmer`]).
+    released: AtomicUsize,
 }
+
+/// After this many bytes of run logs are freed, the allocator is asked to return free memory to
+/// the system.
+pub const TRIM_AFTER_BYTES: usize = 64 * 1024 * 1024;
+const TRIM_CHECK: Duration = Duration::from_secs(2);
+
+/// Gives freed run logs back to the system. glibc's allocator keeps freed memory in its arenas:
+/// after 41 runs with 29 MB logs ended, RSS stayed at 4.4 GB (issue 12). Every few seconds, once
+/// enough has been released (or freeing has paused), `malloc_trim(0)` runs on a blocking thread.
+/// Ends with the budget.
+pub fn trimmer(budget: &Arc<MemoryBudget>) {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return;
+    };
+    let budget = Arc::downgrade(budget);
+    runtime.spawn(async move {
+        let mut seen = 0;
+        loop {
+            tokio::time::sleep(TRIM_CHECK).await;
+            let Some(budget) = budget.upgrade() else {
+                return;
+            };
+            // Enough freed, or whatever was freed once freeing has paused for a check.
+            let released = budget.released.load(Ordering::Acquire);
+            let settled = released > 0 && released == seen;
+            seen = released;
+            if released < TRIM_AFTER_BYTES && !settled {
+                continue;
+            }
+            seen = 0;
+            budget.released.store(0, Ordering::Release);
+            drop(budget);
+            let _ = tokio::task::spawn_blocking(trim_allocator).await;
+        }
+    });
+}
+
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+fn trim_allocator() {
+    // SAFETY: malloc_trim only returns free pages of the allocator's own heaps to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+fn trim_allocator() {}
 
 impl MemoryBudget {
     pub fn new(limit: usize) -> Arc<Self> {
         Arc::new(MemoryBudget {
             used: AtomicUsize::new(0),
             limit,
+            released: AtomicUsize::new(0),
         })
     }
 
@@ -155,6 +205,7 @@ impl MemoryBudget {
     }
 
     pub fn release(&self, bytes: usize) {
+        self.released.fetch_add(bytes, Ordering::AcqRel);
         let _ = self
             .used
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
