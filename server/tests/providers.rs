@@ -735,14 +735,7 @@ async fn rate_limits_are_retried_and_bad_keys_and_models_end_with_clear_errors()
         !listed.contains("127.0.0.1") && !listed.contains(KEY),
         "no URL or key reaches the browser"
     );
-    let data = server_data(&server);
-    let _keep_dir = server.dir.clone();
-    server.stop().await;
-
-    let mut stored = Vec::new();
-    for entry in std::fs::read_dir(data).expect("data dir") {
-        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
-    }
+    let stored = stored_bytes(server).await;
     assert!(
         !stored.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
         "the key is not in the database"
@@ -817,13 +810,7 @@ async fn credentials_in_model_text_reasoning_arguments_and_tool_output_never_rea
     let (_, inspector) = server
         .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
         .await;
-    let data = server_data(&server);
-    let _keep_dir = server.dir.clone();
-    server.stop().await;
-    let mut stored = Vec::new();
-    for entry in std::fs::read_dir(data).expect("data dir") {
-        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
-    }
+    let stored = stored_bytes(server).await;
     for secret in PLANTED {
         for (place, text) in [
             ("stream", &streamed),
@@ -841,8 +828,16 @@ async fn credentials_in_model_text_reasoning_arguments_and_tool_output_never_rea
     assert!(turns.contains("[redacted]") && streamed.contains("[redacted]"));
 }
 
-fn server_data(server: &TestServer) -> std::path::PathBuf {
-    server.dir.path().join("data")
+/// Stops the server and answers every byte its data folder holds (database, WAL, journal).
+async fn stored_bytes(server: TestServer) -> Vec<u8> {
+    let data = server.dir.path().join("data");
+    let _keep_dir = server.dir.clone();
+    server.stop().await;
+    let mut stored = Vec::new();
+    for entry in std::fs::read_dir(data).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read"));
+    }
+    stored
 }
 
 /// The same behaviour through the Responses API and Anthropic Messages wire formats.
