@@ -8,26 +8,35 @@ use crate::models::{
 };
 
 #[server(prefix = "/api/fn", endpoint = "model_turns")]
-pub async fn get_model_turns(trace_id: String) -> Result<Vec<ModelTurnTiming>, ServerFnError> {
+pub async fn get_model_turns(
+    trace_id: String,
+    share: Option<String>,
+) -> Result<Vec<ModelTurnTiming>, ServerFnError> {
     ssr::source()?
-        .model_turns(trace_id)
+        .model_turns(trace_id, share)
         .await
         .map_err(ServerFnError::new)
 }
 
 #[server(prefix = "/api/fn", endpoint = "trace")]
-pub async fn get_trace(trace_id: String) -> Result<Option<Trace>, ServerFnError> {
+pub async fn get_trace(
+    trace_id: String,
+    share: Option<String>,
+) -> Result<Option<Trace>, ServerFnError> {
     ssr::source()?
-        .trace(trace_id)
+        .trace(trace_id, share)
         .await
         .map_err(ServerFnError::new)
 }
 
 /// A trace without its events, as its page opens (the replay fetches them with `get_trace`).
 #[server(prefix = "/api/fn", endpoint = "trace-overview")]
-pub async fn get_trace_overview(trace_id: String) -> Result<Option<TraceOverview>, ServerFnError> {
+pub async fn get_trace_overview(
+    trace_id: String,
+    share: Option<String>,
+) -> Result<Option<TraceOverview>, ServerFnError> {
     ssr::source()?
-        .trace(trace_id)
+        .trace(trace_id, share)
         .await
         .map(|trace| trace.map(TraceOverview::of))
         .map_err(ServerFnError::new)
@@ -35,9 +44,12 @@ pub async fn get_trace_overview(trace_id: String) -> Result<Option<TraceOverview
 
 /// The Agent Inspector entries of a trace (seed 003's JSON list).
 #[server(prefix = "/api/fn", endpoint = "inspector")]
-pub async fn get_inspector(trace_id: String) -> Result<Vec<serde_json::Value>, ServerFnError> {
+pub async fn get_inspector(
+    trace_id: String,
+    share: Option<String>,
+) -> Result<Vec<serde_json::Value>, ServerFnError> {
     ssr::source()?
-        .inspector(trace_id)
+        .inspector(trace_id, share)
         .await
         .map_err(ServerFnError::new)
 }
@@ -90,14 +102,22 @@ pub mod ssr {
         fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>>;
         fn get(&self, id: String) -> BoxFuture<'_, Result<Option<Conversation>, String>>;
         fn models(&self) -> ModelList;
-        fn trace(&self, trace_id: String) -> BoxFuture<'_, Result<Option<Trace>, String>>;
+        // The trace reads take the `share` token of a share link (see the server's `Reader`):
+        // with one, they read that link's trace only, whoever asks.
+        fn trace(
+            &self,
+            trace_id: String,
+            share: Option<String>,
+        ) -> BoxFuture<'_, Result<Option<Trace>, String>>;
         fn inspector(
             &self,
             trace_id: String,
+            share: Option<String>,
         ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
         fn model_turns(
             &self,
             trace_id: String,
+            share: Option<String>,
         ) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>>;
     }
 

@@ -1,5 +1,6 @@
 // Accounts (--auth password): two people sign in in their own browsers; each sees only their own
-// conversations, and the other's conversation page shows nothing of it.
+// conversations, and the other's conversation page shows nothing of it. A share link opens one
+// trace, live while it runs, to someone with no account, until its owner revokes it.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -24,7 +25,11 @@ before(async () => {
   server = await startServer({
     reuse: { dir },
     args: ['--auth', 'password'],
-    scenarios: { secret: { delta_interval_ms: 0, steps: [{ text: 'Only Alice may read this answer.' }] } },
+    scenarios: {
+      secret: { delta_interval_ms: 0, steps: [{ text: 'Only Alice may read this answer.' }] },
+      // About 12 s: the share link is opened while it still runs.
+      slow: { delta_chars: 2, delta_interval_ms: 100, steps: [{ text: `${'Shared live, word by word. '.repeat(9)}The end.` }] },
+    },
   });
   browser = await launchBrowser();
 });
@@ -92,4 +97,60 @@ test('a wrong password shows the form again with the reason', async () => {
   // The 401 of the form post is the answer, not a broken page.
   assert.deepEqual(problems.filter((p) => !/401/.test(p)), []);
   await context.close();
+});
+
+test('a share link shows a running trace live to someone without an account, until revoked', async () => {
+  const alice = await signIn('alice');
+  const started = await alice.page.request.post(`${server.url}/api/chat`, {
+    headers: { accept: 'application/json', 'content-type': 'application/json' },
+    data: { content: 'Share this', model: 'scenario:slow' },
+  });
+  assert.equal(started.status(), 201);
+  const { trace_id: trace } = await started.json();
+  await alice.page.goto(`${server.url}/t/${trace}`);
+  await waitForHydration(alice.page);
+  await alice.page.locator('.share-panel > summary').click();
+  await alice.page.getByRole('button', { name: 'Create a link' }).click();
+  const link = await alice.page.locator('.share-url').first().inputValue();
+  assert.match(link, new RegExp(`^${server.url}/t/${trace}\\?share=[0-9a-f]{64}$`));
+
+  // Someone without an account follows the run as it happens, then sees it finished.
+  const guest = await openPage(browser);
+  await guest.page.goto(link);
+  await waitForHydration(guest.page);
+  assert.match(await guest.page.locator('.shared-note').innerText(), /read only/);
+  assert.equal(await guest.page.locator('.share-panel').count(), 0, 'no share controls for a guest');
+  assert.equal(await guest.page.getByText('Back to the conversation').count(), 0);
+  await guest.page.locator('.live-note').waitFor({ state: 'visible' });
+  const answer = guest.page.locator('.message.replay');
+  const early = (await answer.innerText()).length;
+  await guest.page.waitForFunction(
+    (before) => document.querySelector('.message.replay')?.innerText.length > before + 20,
+    early,
+    { timeout: 15_000 },
+  );
+  await guest.page.locator('.trace-status.completed').waitFor({ timeout: 30_000 });
+  assert.match(await answer.innerText(), /Shared live, word by word\.[\s\S]*The end\./);
+  assert.equal(await guest.page.locator('.live-note').isVisible(), false);
+  // The replay and the other tabs work for the guest too.
+  await guest.page.getByRole('button', { name: 'Instant' }).click();
+  await guest.page.getByRole('button', { name: '▶ Replay' }).click();
+  await guest.page.locator('.message.replay[data-replay="done"]').waitFor();
+  await guest.page.getByRole('tab', { name: 'Inspector' }).click();
+  await guest.page.locator('.inspector p').first().waitFor();
+
+  // Revoked: the same link shows nothing of the trace.
+  await alice.page.reload();
+  await waitForHydration(alice.page);
+  await alice.page.locator('.share-panel > summary').click();
+  await alice.page.getByRole('button', { name: 'Revoke' }).click();
+  await alice.page.locator('.share-url').waitFor({ state: 'detached' });
+  await guest.page.reload();
+  assert.match(await guest.page.locator('main').innerText(), /does not exist or was revoked/);
+  assert.doesNotMatch(await guest.page.content(), /Shared live/);
+
+  assert.deepEqual(alice.problems, []);
+  assert.deepEqual(guest.problems, []);
+  await alice.context.close();
+  await guest.context.close();
 });

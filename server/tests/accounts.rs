@@ -415,3 +415,240 @@ async fn without_auth_the_server_refuses_a_public_address() {
     let said = String::from_utf8_lossy(&output.stderr);
     assert!(said.contains("--insecure-no-auth"), "{said}");
 }
+
+/// A request with the owner's session, or none, on any method.
+async fn send(
+    base: &str,
+    cookie: &str,
+    method: reqwest::Method,
+    path: &str,
+) -> (StatusCode, String) {
+    let response = client()
+        .request(method, format!("{base}{path}"))
+        .header(header::COOKIE, cookie)
+        .header(header::ACCEPT, "application/json")
+        .send()
+        .await
+        .expect("request");
+    (response.status(), response.text().await.unwrap_or_default())
+}
+
+/// Starts a `scenario:quick` run for `cookie` and waits for its end: (conversation, run, trace).
+async fn quick_run(base: &str, cookie: &str, conversation: Option<&str>) -> [String; 3] {
+    let mut chat = json!({"content": "hi", "model": "scenario:quick"});
+    if let Some(id) = conversation {
+        chat["conversation_id"] = json!(id);
+    }
+    let (status, started) = post(base, cookie, "/api/chat", chat).await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let field = |name: &str| started[name].as_str().expect("id").to_owned();
+    let ids = [field("conversation_id"), field("run_id"), field("trace_id")];
+    wait_for_end(base, cookie, &ids[1]).await;
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
+    let dir = site();
+    for name in ["alice", "bob"] {
+        assert!(add_user(&dir, name, &format!("{name}-password"))
+            .status
+            .success());
+    }
+    let server = launch(&dir, &["--auth", "password"]).await;
+    let base = server.base.as_str();
+    let alice = sign_in(base, "alice", "alice-password")
+        .await
+        .expect("alice");
+    let bob = sign_in(base, "bob", "bob-password").await.expect("bob");
+    let [conversation, run, trace] = quick_run(base, &alice, None).await;
+    let [_, other_run, other_trace] = quick_run(base, &alice, Some(&conversation)).await;
+
+    // Only the owner makes, lists and revokes links.
+    let (status, body) = send(
+        base,
+        "",
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, body) = send(
+        base,
+        &bob,
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "Bob shares Alice's trace: {body}"
+    );
+    let (status, body) = send(
+        base,
+        &alice,
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let link: Value = serde_json::from_str(&body).expect("JSON");
+    let token = link["token"].as_str().expect("token").to_owned();
+    assert!(token.len() >= 32, "an unguessable token: {token}");
+    assert_eq!(link["path"], format!("/t/{trace}?share={token}"));
+    let (status, list) = get(base, &alice, &format!("/api/traces/{trace}/shares")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(list.contains(&token), "{list}");
+    let (status, list) = get(base, &bob, &format!("/api/traces/{trace}/shares")).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "Bob lists Alice's links: {list}"
+    );
+    let (status, _) = send(
+        base,
+        &bob,
+        reqwest::Method::DELETE,
+        &format!("/api/traces/{trace}/shares/{token}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "Bob revokes Alice's link");
+
+    // Without an account, the link reads its trace: the page, the trace, its stream, its exports.
+    let q = format!("share={token}");
+    for path in [
+        format!("/t/{trace}?{q}"),
+        format!("/api/traces/{trace}?{q}"),
+        format!("/api/runs/{run}/events?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert!(body.contains("private answer"), "{path}: {body}");
+    }
+    // (A scenario run makes no model requests and no tool calls: these are empty lists.)
+    for path in [
+        format!("/api/traces/{trace}/model-turns?{q}"),
+        format!("/api/traces/{trace}/inspector.json?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "[]"), "{path}");
+    }
+    for (name, id) in [
+        ("trace", &trace),
+        ("trace-overview", &trace),
+        ("inspector", &trace),
+    ] {
+        let (status, body) = server_fn(
+            base,
+            "",
+            name,
+            &[("trace_id", id.as_str()), ("share", token.as_str())],
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        assert!(
+            body.contains("private answer") || name == "inspector",
+            "{name}: {body}"
+        );
+    }
+
+    // ... and nothing else: not the other trace of the same conversation, not the conversation,
+    // not a write, not a list.
+    for path in [
+        format!("/t/{other_trace}?{q}"),
+        format!("/api/traces/{other_trace}?{q}"),
+        format!("/api/traces/{other_trace}/inspector.json?{q}"),
+        format!("/api/traces/{other_trace}/model-turns?{q}"),
+        format!("/api/runs/{other_run}/events?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert!(!body.contains("private answer"), "{path}: {body}");
+        if path.starts_with("/api/") {
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        }
+    }
+    for (name, args) in [
+        (
+            "trace",
+            vec![
+                ("trace_id", other_trace.as_str()),
+                ("share", token.as_str()),
+            ],
+        ),
+        (
+            "inspector",
+            vec![
+                ("trace_id", other_trace.as_str()),
+                ("share", token.as_str()),
+            ],
+        ),
+        ("trace", vec![("trace_id", trace.as_str())]),
+    ] {
+        let (status, body) = server_fn(base, "", name, &args).await;
+        assert!(!body.contains("private answer"), "{name} {args:?}: {body}");
+        assert!(
+            status == StatusCode::OK || status == StatusCode::UNAUTHORIZED,
+            "{name}: {status}"
+        );
+    }
+    for path in [
+        format!("/api/conversations/{conversation}?{q}"),
+        format!("/api/conversations?{q}"),
+        format!("/thoughtflow/{conversation}.json?{q}"),
+        format!("/api/traces/{trace}/shares?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
+    }
+    let (status, _) = send(
+        base,
+        "",
+        reqwest::Method::POST,
+        &format!("/api/runs/{run}/cancel?{q}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = get(base, "", &format!("/c/{conversation}?{q}")).await;
+    assert_ne!(status, StatusCode::OK, "the conversation page");
+
+    // A signed-in stranger with the link reads it too (the link, not the account, decides).
+    let (status, body) = get(base, &bob, &format!("/api/traces/{trace}?{q}")).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+
+    // Revoked: every read with it is 404, and the page says so.
+    let (status, _) = send(
+        base,
+        &alice,
+        reqwest::Method::DELETE,
+        &format!("/api/traces/{trace}/shares/{token}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for path in [
+        format!("/api/traces/{trace}?{q}"),
+        format!("/api/traces/{trace}/inspector.json?{q}"),
+        format!("/api/runs/{run}/events?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+    }
+    let (_, page) = get(base, "", &format!("/t/{trace}?{q}")).await;
+    assert!(!page.contains("private answer"), "{page}");
+    assert!(page.contains("revoked"), "the page says why: {page}");
+    let (_, body) = server_fn(
+        base,
+        "",
+        "trace",
+        &[("trace_id", trace.as_str()), ("share", token.as_str())],
+    )
+    .await;
+    assert_eq!(body, "null");
+    let (status, list) = get(base, &alice, &format!("/api/traces/{trace}/shares")).await;
+    assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
+    // The owner still reads it.
+    assert_eq!(
+        get(base, &alice, &format!("/api/traces/{trace}")).await.0,
+        StatusCode::OK
+    );
+}

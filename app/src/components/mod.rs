@@ -8,6 +8,7 @@ pub mod markdown;
 mod message_list;
 pub mod segments;
 mod settings_panel;
+pub mod share;
 mod sidebar;
 
 pub use composer::Composer;

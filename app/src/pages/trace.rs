@@ -3,13 +3,17 @@
 //! original timing; it never runs a tool or calls a model.
 
 use leptos::prelude::*;
-use leptos_router::{hooks::use_params_map, lazy_route, LazyRoute};
+use leptos_router::{
+    hooks::{use_params_map, use_query_map},
+    lazy_route, LazyRoute,
+};
 
 use crate::api::{get_inspector, get_model_turns, get_trace_overview};
 use std::{cell::RefCell, rc::Rc};
 
 use crate::components::feed::{MessageModel, ReplayCursor};
 use crate::components::segments::{format_duration, MessageBlocks};
+use crate::components::share::SharePanel;
 use crate::models::{Trace, TraceOverview};
 use crate::protocol::{parse_rfc3339_millis, Message, MessageStatus, Segment};
 
@@ -19,6 +23,8 @@ use crate::protocol::{parse_rfc3339_millis, Message, MessageStatus, Segment};
 /// side by side instead of one after the other.
 pub struct TracePage {
     trace: Resource<Result<Option<TraceOverview>, ServerFnError>>,
+    /// The token of the share link the page was opened with (`?share=`): read-only, for anyone.
+    share: Option<String>,
 }
 
 #[lazy_route]
@@ -26,19 +32,34 @@ impl LazyRoute for TracePage {
     fn data() -> Self {
         let params = use_params_map();
         let trace_id = Memo::new(move |_| params.read().get("id").unwrap_or_default());
+        let share = use_query_map().read_untracked().get("share");
+        let token = share.clone();
         Self {
-            trace: Resource::new(move || trace_id.get(), get_trace_overview),
+            trace: Resource::new(
+                move || trace_id.get(),
+                move |trace_id| get_trace_overview(trace_id, token.clone()),
+            ),
+            share,
         }
     }
 
     fn view(this: Self) -> AnyView {
         let trace = this.trace;
+        let share = this.share;
+        // A live run's page reads the trace again once the run has ended.
+        let refresh = Callback::new(move |()| trace.refetch());
         view! {
             <main class="trace-page">
                 <Transition fallback=|| view! { <p class="muted">"Loading the trace…"</p> }>
-                    {move || Suspend::new(async move {
+                    {move || {
+                        let share = share.clone();
+                        Suspend::new(async move {
                         match trace.await {
-                            Ok(Some(overview)) => view! { <TraceView overview /> }.into_any(),
+                            Ok(Some(overview)) => view! { <TraceView overview share=share.clone() refresh /> }.into_any(),
+                            Ok(None) if share.is_some() => view! {
+                                <p class="error notice">"This link does not exist or was revoked."</p>
+                            }
+                                .into_any(),
                             Ok(None) => view! {
                                 <p class="error notice">"This trace does not exist."</p>
                                 <a href="/">"Back to the chat"</a>
@@ -46,7 +67,7 @@ impl LazyRoute for TracePage {
                                 .into_any(),
                             Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
                         }
-                    })}
+                    })}}
                 </Transition>
             </main>
         }
@@ -76,8 +97,20 @@ fn ending(trace: &Trace) -> String {
     }
 }
 
+/// `?share=TOKEN` for the requests of a page opened with a share link, else nothing.
+fn share_query(share: &Option<String>, first: bool) -> String {
+    share
+        .as_ref()
+        .map(|token| format!("{}share={token}", if first { '?' } else { '&' }))
+        .unwrap_or_default()
+}
+
 #[component]
-fn TraceView(overview: TraceOverview) -> impl IntoView {
+fn TraceView(
+    overview: TraceOverview,
+    share: Option<String>,
+    refresh: Callback<()>,
+) -> impl IntoView {
     let trace = overview.trace.clone();
     let tab = RwSignal::new("steps");
     let tab_button = move |name: &'static str, label: &'static str| {
@@ -101,12 +134,33 @@ fn TraceView(overview: TraceOverview) -> impl IntoView {
     let replay_trace_id = trace.trace_id.clone();
     let event_count = overview.event_count;
     let final_message = overview.message.clone();
+    let live_run = (trace.status == "running").then(|| trace.run_id.clone());
+    let export = format!(
+        "/api/traces/{}/inspector.json{}",
+        trace.trace_id,
+        share_query(&share, true)
+    );
+    let top = match share.is_some() {
+        true => view! { <p class="shared-note muted">"Shared with you, read only"</p> }.into_any(),
+        false => view! {
+            <a href=format!("/c/{}", trace.conversation_id)>"← Back to the conversation"</a>
+        }
+        .into_any(),
+    };
+    let owner_tools = share
+        .is_none()
+        .then(|| view! { <SharePanel trace_id=trace.trace_id.clone() /> }.into_any());
+    let replay_share = share.clone();
     view! {
         <header class="trace-header">
-            <a href=format!("/c/{}", trace.conversation_id)>"← Back to the conversation"</a>
+            {top}
             <h1>"Trace"</h1>
             <p class=format!("trace-status {}", trace.status)>{ending(&trace)}</p>
             <p class="muted">{format!("{} · {} events · {} tool calls{tokens}", trace.model, event_count, trace.total_tool_calls)}</p>
+            <p class="trace-exports">
+                <a href=export target="_blank" rel="external noopener">"Export: Agent Inspector JSON"</a>
+            </p>
+            {owner_tools}
         </header>
         <div class="tabs" role="tablist">
             {tab_button("steps", "Steps & replay")}
@@ -114,14 +168,14 @@ fn TraceView(overview: TraceOverview) -> impl IntoView {
             {tab_button("inspector", "Inspector")}
         </div>
         <section class="tab-panel" hidden=move || tab.get() != "steps">
-            <Replay trace_id=replay_trace_id total=event_count final_message />
+            <Replay trace_id=replay_trace_id total=event_count final_message share=replay_share live_run refresh />
         </section>
         <section class="tab-panel" hidden=move || tab.get() != "timeline">
-            <Timeline overview />
+            <Timeline overview share=share.clone() />
         </section>
         <section class="tab-panel" hidden=move || tab.get() != "inspector">
             <Show when=move || tab.get() == "inspector">
-                <InspectorView trace_id=trace_id.clone() />
+                <InspectorView trace_id=trace_id.clone() share=share.clone() />
             </Show>
         </section>
     }
@@ -137,6 +191,9 @@ struct ReplayLocal {
     feed: StoredValue<crate::components::feed::Feed, LocalStorage>,
     #[cfg(feature = "hydrate")]
     cursor: StoredValue<Option<Rc<RefCell<ReplayCursor>>>, LocalStorage>,
+    /// The run's stream while the page follows a run still going.
+    #[cfg(feature = "hydrate")]
+    live: StoredValue<Option<crate::components::feed::SseSource>, LocalStorage>,
 }
 
 impl ReplayLocal {
@@ -148,6 +205,19 @@ impl ReplayLocal {
             feed: StoredValue::new_local(crate::components::feed::Feed::new(model)),
             #[cfg(feature = "hydrate")]
             cursor: StoredValue::new_local(None),
+            #[cfg(feature = "hydrate")]
+            live: StoredValue::new_local(None),
+        }
+    }
+
+    /// Follows the run `run_id` through the same feed as the replay: its SSE stream from the
+    /// first event. `ended` runs after the terminal event is drawn; `lost` if the stream is.
+    #[cfg(feature = "hydrate")]
+    fn follow(&self, url: &str, ended: impl FnOnce() + 'static, lost: impl Fn() + 'static) {
+        let feed = self.feed.get_value().on_end(ended);
+        match crate::components::feed::SseSource::open(url, feed, lost) {
+            Some(source) => self.live.set_value(Some(source)),
+            None => leptos::logging::warn!("could not open the run's event stream"),
         }
     }
 
@@ -164,6 +234,8 @@ impl ReplayLocal {
             cursor.borrow_mut().pause();
         }
         #[cfg(feature = "hydrate")]
+        let _ = self.live.try_update_value(|live| live.take());
+        #[cfg(feature = "hydrate")]
         if let Some(feed) = self.feed.try_get_value() {
             feed.close();
         }
@@ -172,13 +244,34 @@ impl ReplayLocal {
 
 /// Replays the stored events through the chat's own components and event feed: play/pause, 1×,
 /// 4× or instant, and a scrubber. It opens on the final message; the events are fetched the first
-/// time the replay is played or scrubbed.
+/// time the replay is played or scrubbed. While the run still goes (`live_run`), the same feed
+/// follows its SSE stream instead, and `refresh` reads the finished trace once it has ended.
 #[component]
-fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> impl IntoView {
+fn Replay(
+    trace_id: String,
+    total: usize,
+    final_message: Option<Message>,
+    share: Option<String>,
+    live_run: Option<String>,
+    refresh: Callback<()>,
+) -> impl IntoView {
     let model = MessageModel::new(final_message.as_ref());
     let local = ReplayLocal::new(model);
+    let live = live_run.is_some();
+    let share = StoredValue::new(share);
     let trace_id = StoredValue::new(trace_id);
     let load_error = RwSignal::new(None::<String>);
+    #[cfg(feature = "hydrate")]
+    if let Some(run_id) = &live_run {
+        let url = format!(
+            "/api/runs/{run_id}/events{}",
+            share_query(&share.get_value(), true)
+        );
+        let lost = move || load_error.set(Some("The connection to the run was lost.".into()));
+        local.follow(&url, move || refresh.run(()), lost);
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = (live_run, refresh);
     // Opens on the final view; Play starts from the first event.
     let position = RwSignal::new(total);
     let playing = RwSignal::new(false);
@@ -203,7 +296,7 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
         {
             let feed = local.feed.get_value();
             leptos::task::spawn_local(async move {
-                match crate::api::get_trace(trace_id.get_value()).await {
+                match crate::api::get_trace(trace_id.get_value(), share.get_value()).await {
                     Ok(Some(trace)) => {
                         let loaded = ReplayCursor::new(feed, trace.events, total);
                         let loaded = Rc::new(RefCell::new(loaded));
@@ -219,7 +312,7 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
             });
         }
         #[cfg(not(feature = "hydrate"))]
-        let _ = (then, trace_id);
+        let _ = (then, trace_id, share);
     };
     let seek = move |to: usize| {
         playing.set(false);
@@ -265,7 +358,11 @@ fn Replay(trace_id: String, total: usize, final_message: Option<Message>) -> imp
         }
     };
     view! {
-        <div class="replay-controls" role="group" aria-label="Replay">
+        <p class="live-note" hidden=!live>
+            <span class="live-dot" aria-hidden="true"></span>
+            "Live: this run is still going; its steps appear as they happen."
+        </p>
+        <div class="replay-controls" role="group" aria-label="Replay" hidden=live>
             <button type="button" class="play" on:click=play>
                 {move || if playing.get() { "❚❚ Pause" } else { "▶ Replay" }}
             </button>
@@ -303,11 +400,11 @@ struct Bar {
 
 /// A waterfall: model turns, reasoning parts, tool calls and the answer on one time axis.
 #[component]
-fn Timeline(overview: TraceOverview) -> impl IntoView {
+fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
     let trace = &overview.trace;
     let turns = Resource::new(move || (), {
         let trace_id = trace.trace_id.clone();
-        move |_| get_model_turns(trace_id.clone())
+        move |_| get_model_turns(trace_id.clone(), share.clone())
     });
     let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
     let last = overview.last_event_ms.unwrap_or(origin);
@@ -422,8 +519,11 @@ fn Timeline(overview: TraceOverview) -> impl IntoView {
 
 /// The Agent Inspector: every entry as a drop-down; long strings in multi-line boxes.
 #[component]
-fn InspectorView(trace_id: String) -> impl IntoView {
-    let entries = Resource::new(move || trace_id.clone(), get_inspector);
+fn InspectorView(trace_id: String, share: Option<String>) -> impl IntoView {
+    let entries = Resource::new(
+        move || trace_id.clone(),
+        move |trace_id| get_inspector(trace_id, share.clone()),
+    );
     view! {
         <div class="inspector">
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -8,8 +8,10 @@
 //!   proxy address (`--trusted-proxies`), such as oauth2-proxy or Authelia in front.
 //!
 //! [`Auth::user_of`] is the one place a request becomes a [`User`]; the HTTP layer stores the
-//! answer in the request, and every handler and server function reads it from there.
+//! answer in the request, and every handler and server function reads it from there. Reading a
+//! trace goes through [`Reader`], the one place a share link's token is honoured.
 
+mod reader;
 mod throttle;
 
 use std::{net::IpAddr, time::Duration};
@@ -26,6 +28,7 @@ use crate::{
     runs::{now_rfc3339, now_unix_ms},
     store::{Store, StoredUser, LOCAL_OWNER},
 };
+pub use reader::Reader;
 pub use throttle::Throttle;
 
 /// The session cookie's name.

@@ -14,6 +14,7 @@ use serde_json::json;
 
 use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
+    auth::Reader,
     error::{Error, Result},
     runs::ChatRequest,
 };
@@ -47,10 +48,11 @@ pub struct EventsQuery {
 }
 
 /// `GET /api/runs/{run_id}/events`: the events after `Last-Event-ID` (or `?after=N`), then live.
-/// After the run has ended and left memory, they come from the stored trace.
+/// After the run has ended and left memory, they come from the stored trace. A share link to the
+/// run's trace (`?share=TOKEN`) reads them too.
 pub async fn events(
     State(state): State<AppState>,
-    user: CurrentUser,
+    reader: Reader,
     Path(run_id): Path<String>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
@@ -66,14 +68,13 @@ pub async fn events(
         None => query.after.unwrap_or(0),
     };
     if let Some(run) = state.engine.get(&run_id) {
-        if run.owner_id != user.id() {
+        if !reader.may_read(&run.owner_id, &run.trace_id) {
             return Err(Error::NotFound("run"));
         }
         return Ok(sse::response(sse::live(run, after)));
     }
-    let trace = state
-        .store
-        .trace_by_run(user.id(), &run_id)
+    let trace = reader
+        .trace_of_run(&state.store, &run_id)
         .await?
         .ok_or(Error::NotFound("run"))?;
     let stored: Vec<(u64, Arc<str>)> = trace

@@ -6,7 +6,10 @@ use axum::{
 };
 use serde::de::DeserializeOwned;
 
-use crate::{auth::User, error::Error};
+use crate::{
+    auth::{Reader, User},
+    error::Error,
+};
 
 /// `Json<T>` with 400 / 413 / 415 / 422 answered as `{code, message}`.
 pub struct ApiJson<T>(pub T);
@@ -57,4 +60,29 @@ impl<S: Send + Sync> FromRequestParts<S> for CurrentUser {
             .cloned()
             .ok_or_else(|| Error::Unauthenticated("sign in first".into()))
     }
+}
+
+/// Who reads a trace (see [`Reader`]): the `share` query parameter's link when there is one, else
+/// the signed-in user.
+impl FromRequestParts<super::AppState> for Reader {
+    type Rejection = Error;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &super::AppState,
+    ) -> Result<Self, Self::Rejection> {
+        let user = parts
+            .extensions
+            .get::<CurrentUser>()
+            .map(|user| user.0.clone());
+        let share = share_token(parts.uri.query());
+        Reader::resolve(&state.store, user, share.as_deref()).await
+    }
+}
+
+/// The `share` parameter of a query string.
+pub fn share_token(query: Option<&str>) -> Option<String> {
+    form_urlencoded::parse(query?.as_bytes())
+        .find(|(name, _)| name == "share")
+        .map(|(_, value)| value.into_owned())
 }

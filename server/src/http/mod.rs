@@ -8,6 +8,7 @@ mod health;
 mod read;
 pub mod serve;
 mod session;
+mod shares;
 mod sse;
 mod static_files;
 
@@ -72,6 +73,14 @@ pub fn router(state: AppState) -> Router {
             get(read::inspector),
         )
         .route("/api/traces/{trace_id}/model-turns", get(read::model_turns))
+        .route(
+            "/api/traces/{trace_id}/shares",
+            get(shares::list).post(shares::create),
+        )
+        .route(
+            "/api/traces/{trace_id}/shares/{token}",
+            axum::routing::delete(shares::revoke),
+        )
         .route("/thoughtflow/{file}", get(read::thoughtflow))
         .route("/api/conversations", get(read::conversations))
         .route("/api/conversations/{id}", get(read::conversation))
@@ -122,6 +131,12 @@ struct PageSource {
 }
 
 impl PageSource {
+    /// Who reads a trace: the share link's holder when `share` names one, else the user.
+    async fn reader(&self, share: Option<String>) -> crate::error::Result<crate::auth::Reader> {
+        let user = self.user.as_ref().map(|user| user.0.clone());
+        crate::auth::Reader::resolve(&self.store, user, share.as_deref()).await
+    }
+
     fn owner_id(&self) -> Result<&str, String> {
         self.user
             .as_ref()
@@ -170,44 +185,53 @@ impl ConversationSource for PageSource {
         }
     }
 
-    fn trace(&self, trace_id: String) -> BoxFuture<'_, Result<Option<Trace>, String>> {
+    fn trace(
+        &self,
+        trace_id: String,
+        share: Option<String>,
+    ) -> BoxFuture<'_, Result<Option<Trace>, String>> {
+        let status = use_context::<leptos_axum::ResponseOptions>();
         Box::pin(async move {
-            self.store
-                .get_trace(self.owner_id()?, &trace_id)
-                .await
-                .map_err(|error| {
-                    tracing::error!(%error, "reading a trace for a page");
-                    error.public_message()
-                })
+            let reader = match self.reader(share).await {
+                Ok(reader) => reader,
+                Err(error) => return not_found_is_none(error, status),
+            };
+            let trace = reader.trace(&self.store, &trace_id).await;
+            trace.map_err(|error| page_error(error, status, "reading a trace for a page"))
         })
     }
 
-    fn inspector(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
+    fn inspector(
+        &self,
+        trace_id: String,
+        share: Option<String>,
+    ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
+        let status = use_context::<leptos_axum::ResponseOptions>();
         Box::pin(async move {
             let entries = async {
-                let owner = self
-                    .owner_id()
-                    .map_err(crate::error::Error::Unauthenticated)?;
-                let Some(trace) = self.store.get_trace(owner, &trace_id).await? else {
+                let reader = self.reader(share).await?;
+                let Some(trace) = reader.trace(&self.store, &trace_id).await? else {
                     return Ok(Vec::new());
                 };
                 let turns = self.store.model_turns(&trace.trace_id).await?;
                 Ok::<_, crate::error::Error>(crate::exports::inspector(&trace, &turns))
             };
-            entries.await.map_err(|error| {
-                tracing::error!(%error, "building the inspector for a page");
-                error.public_message()
-            })
+            entries
+                .await
+                .map_err(|error| page_error(error, status, "building the inspector for a page"))
         })
     }
 
-    fn model_turns(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>> {
+    fn model_turns(
+        &self,
+        trace_id: String,
+        share: Option<String>,
+    ) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>> {
+        let status = use_context::<leptos_axum::ResponseOptions>();
         Box::pin(async move {
             let turns = async {
-                let owner = self
-                    .owner_id()
-                    .map_err(crate::error::Error::Unauthenticated)?;
-                let Some(trace) = self.store.get_trace(owner, &trace_id).await? else {
+                let reader = self.reader(share).await?;
+                let Some(trace) = reader.trace(&self.store, &trace_id).await? else {
                     return Ok(Vec::new());
                 };
                 let turns = self.store.model_turns(&trace.trace_id).await?;
@@ -222,10 +246,36 @@ impl ConversationSource for PageSource {
                         .collect(),
                 )
             };
-            turns.await.map_err(|error| {
-                tracing::error!(%error, "reading model turns for a page");
-                error.public_message()
-            })
+            turns
+                .await
+                .map_err(|error| page_error(error, status, "reading model turns for a page"))
         })
     }
+}
+
+/// A read refused because the share link does not exist reads as a trace that does not.
+fn not_found_is_none<T>(
+    error: crate::error::Error,
+    status: Option<leptos_axum::ResponseOptions>,
+) -> Result<Option<T>, String> {
+    match error {
+        crate::error::Error::NotFound(_) => Ok(None),
+        other => Err(page_error(other, status, "reading a trace for a page")),
+    }
+}
+
+/// What a page or server function shows of `error`; the response gets its status (401 for a
+/// server function called without a user), and server-side failures are logged.
+fn page_error(
+    error: crate::error::Error,
+    status: Option<leptos_axum::ResponseOptions>,
+    doing: &str,
+) -> String {
+    if error.status().is_server_error() {
+        tracing::error!(%error, "{doing}");
+    }
+    if let Some(status) = status {
+        status.set_status(error.status());
+    }
+    error.public_message()
 }

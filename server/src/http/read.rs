@@ -1,4 +1,5 @@
-//! The read API: traces and conversations of the requesting user.
+//! The read API: traces and conversations of the requesting user; a trace also for the holder of
+//! a share link to it (`?share=TOKEN`, see [`Reader`]).
 
 use axum::{
     extract::{Path, State},
@@ -9,18 +10,18 @@ use app::models::{Conversation, ConversationSummary};
 
 use super::{AppState, CurrentUser};
 use crate::{
+    auth::Reader,
     error::{Error, Result},
     store::Trace,
 };
 
 pub async fn trace(
     State(state): State<AppState>,
-    user: CurrentUser,
+    reader: Reader,
     Path(trace_id): Path<String>,
 ) -> Result<Json<Trace>> {
-    state
-        .store
-        .get_trace(user.id(), &trace_id)
+    reader
+        .trace(&state.store, &trace_id)
         .await?
         .map(Json)
         .ok_or(Error::NotFound("trace"))
@@ -60,12 +61,11 @@ pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
 /// `GET /api/traces/{trace_id}/inspector.json`: the Agent Inspector list (seed 003).
 pub async fn inspector(
     State(state): State<AppState>,
-    user: CurrentUser,
+    reader: Reader,
     Path(trace_id): Path<String>,
 ) -> Result<Json<Vec<serde_json::Value>>> {
-    let trace = state
-        .store
-        .get_trace(user.id(), &trace_id)
+    let trace = reader
+        .trace(&state.store, &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
     let turns = state.store.model_turns(&trace.trace_id).await?;
@@ -75,12 +75,11 @@ pub async fn inspector(
 /// `GET /api/traces/{trace_id}/model-turns`: each model turn's request and response as stored.
 pub async fn model_turns(
     State(state): State<AppState>,
-    user: CurrentUser,
+    reader: Reader,
     Path(trace_id): Path<String>,
 ) -> Result<Json<Vec<crate::store::ModelTurn>>> {
-    let trace = state
-        .store
-        .get_trace(user.id(), &trace_id)
+    let trace = reader
+        .trace(&state.store, &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
     Ok(Json(state.store.model_turns(&trace.trace_id).await?))

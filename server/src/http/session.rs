@@ -28,6 +28,24 @@ fn is_public(path: &str) -> bool {
     ) || path.starts_with("/pkg/")
 }
 
+/// What a share link's holder may ask for without a user: the trace page and the trace's REST
+/// reads and stream with `?share=`, and the server functions that read a trace (their `share`
+/// argument). Each of them checks the token through `auth::Reader`; nothing else passes.
+fn reads_shared(request: &Request) -> bool {
+    let path = request.uri().path();
+    let trace_read = path.starts_with("/t/")
+        || path.starts_with("/api/traces/")
+        || (path.starts_with("/api/runs/") && path.ends_with("/events"));
+    (trace_read && super::extract::share_token(request.uri().query()).is_some())
+        || matches!(
+            path,
+            "/api/fn/trace"
+                | "/api/fn/trace-overview"
+                | "/api/fn/inspector"
+                | "/api/fn/model_turns"
+        )
+}
+
 pub async fn authenticate(
     State(auth): State<Arc<Auth>>,
     mut request: Request,
@@ -38,7 +56,7 @@ pub async fn authenticate(
         Ok(Some(user)) => {
             request.extensions_mut().insert(CurrentUser(user));
         }
-        Ok(None) if is_public(request.uri().path()) => {}
+        Ok(None) if is_public(request.uri().path()) || reads_shared(&request) => {}
         Ok(None) => return unauthenticated(&request),
         Err(error) => return error.into_response(),
     }

@@ -3,10 +3,12 @@
 //! slots in (same tables, JSONB for `body` and `events`) without touching callers.
 
 mod accounts;
+mod shares;
 mod sqlite;
 mod writer;
 
 pub use accounts::StoredUser;
+pub use shares::{TraceShare, MAX_SHARES_PER_TRACE};
 
 pub use sqlite::Store;
 

@@ -1,0 +1,139 @@
+//! Share links: read-only access to one trace for whoever holds the token (see `auth::Reader`).
+//! Reads go through the read pool; writes are jobs of the one writer.
+
+use serde::Serialize;
+use sqlx::Row;
+
+use super::Store;
+use crate::error::{Error, Result};
+
+/// The most links one trace may have at once; one more is answered 429.
+pub const MAX_SHARES_PER_TRACE: usize = 20;
+
+/// One link as stored and as `GET /api/traces/{id}/shares` lists it.
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceShare {
+    pub token: String,
+    pub trace_id: String,
+    #[serde(skip)]
+    pub owner_id: String,
+    pub created_at: String,
+}
+
+impl Store {
+    /// Adds a link to a trace of `share.owner_id`: `NotFound` for anyone else's trace, 429 past
+    /// [`MAX_SHARES_PER_TRACE`].
+    pub async fn add_share(&self, share: TraceShare) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    let row = sqlx::query(
+                        "SELECT (SELECT COUNT(*) FROM trace_shares s WHERE s.trace_id = t.trace_id)
+                         AS links FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+                         WHERE t.trace_id = ? AND c.owner_id = ?",
+                    )
+                    .bind(&share.trace_id)
+                    .bind(&share.owner_id)
+                    .fetch_optional(&mut *connection)
+                    .await?
+                    .ok_or(Error::NotFound("trace"))?;
+                    let links: i64 = row.try_get("links")?;
+                    if links >= MAX_SHARES_PER_TRACE as i64 {
+                        return Err(Error::Throttled {
+                            code: "too_many_shares",
+                            message: format!(
+                                "a trace can have {MAX_SHARES_PER_TRACE} links at once; revoke one first"
+                            ),
+                            retry_after_secs: 0,
+                        });
+                    }
+                    sqlx::query(
+                        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at) VALUES (?, ?, ?, ?)",
+                    )
+                    .bind(&share.token)
+                    .bind(&share.trace_id)
+                    .bind(&share.owner_id)
+                    .bind(&share.created_at)
+                    .execute(&mut *connection)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// The link a token names, if it exists (revoked links do not).
+    pub async fn share(&self, token: &str) -> Result<Option<TraceShare>> {
+        let row = sqlx::query(
+            "SELECT token, trace_id, owner_id, created_at FROM trace_shares WHERE token = ?",
+        )
+        .bind(token)
+        .fetch_optional(&self.pool)
+        .await?;
+        row.map(|row| share_of(&row)).transpose()
+    }
+
+    /// A trace's links, oldest first; `None` when the trace is not `owner_id`'s.
+    pub async fn shares_of(
+        &self,
+        owner_id: &str,
+        trace_id: &str,
+    ) -> Result<Option<Vec<TraceShare>>> {
+        let owned = sqlx::query(
+            "SELECT 1 FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.trace_id = ? AND c.owner_id = ?",
+        )
+        .bind(trace_id)
+        .bind(owner_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        if owned.is_none() {
+            return Ok(None);
+        }
+        let rows = sqlx::query(
+            "SELECT token, trace_id, owner_id, created_at FROM trace_shares
+             WHERE trace_id = ? AND owner_id = ? ORDER BY created_at, token",
+        )
+        .bind(trace_id)
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(share_of).collect::<Result<_>>().map(Some)
+    }
+
+    /// Revokes a link of `owner_id`'s trace; `NotFound` when there is no such link.
+    pub async fn delete_share(
+        &self,
+        owner_id: String,
+        trace_id: String,
+        token: String,
+    ) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    let deleted = sqlx::query(
+                        "DELETE FROM trace_shares WHERE token = ? AND trace_id = ? AND owner_id = ?",
+                    )
+                    .bind(&token)
+                    .bind(&trace_id)
+                    .bind(&owner_id)
+                    .execute(&mut *connection)
+                    .await?;
+                    if deleted.rows_affected() == 0 {
+                        return Err(Error::NotFound("share link"));
+                    }
+                    Ok(())
+                })
+            })
+            .await
+    }
+}
+
+fn share_of(row: &sqlx::sqlite::SqliteRow) -> Result<TraceShare> {
+    Ok(TraceShare {
+        token: row.try_get("token")?,
+        trace_id: row.try_get("trace_id")?,
+        owner_id: row.try_get("owner_id")?,
+        created_at: row.try_get("created_at")?,
+    })
+}
