@@ -460,6 +460,18 @@ async fn messages(
 }
 
 async fn start() -> (TestServer, Fake) {
+    let (fake, base) = start_fake().await;
+    // The same value in every test, so setting it from parallel tests is harmless.
+    std::env::set_var(KEY_VARIABLE, KEY);
+    let dir = test_dir();
+    let providers = write_providers(dir.path(), &base);
+    let server =
+        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
+    (server, fake)
+}
+
+/// The fake model server on a free port, and its `/v1` URL.
+async fn start_fake() -> (Fake, String) {
     let fake = Fake::default();
     let router = Router::new()
         .route("/v1/chat/completions", post(completions))
@@ -473,10 +485,12 @@ async fn start() -> (TestServer, Fake) {
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    // The same value in every test, so setting it from parallel tests is harmless.
-    std::env::set_var(KEY_VARIABLE, KEY);
-    let dir = test_dir();
-    let providers = dir.path().join("providers.json");
+    (fake, base)
+}
+
+/// `providers.json` in `dir`: the fake server under three wire formats.
+fn write_providers(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
+    let providers = dir.join("providers.json");
     std::fs::write(
         &providers,
 json!({"providers": [
@@ -490,9 +504,7 @@ json!({"providers": [
         .to_string(),
     )
     .expect("write providers file");
-    let server =
-        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
-    (server, fake)
+    providers
 }
 
 fn final_message(events: &[app::protocol::Event]) -> &app::protocol::Message {
@@ -974,4 +986,70 @@ async fn responses_and_anthropic_adapters_map_tools_reasoning_parts_and_failures
         );
     }
     server.stop().await;
+}
+
+/// The real binary at `RUST_LOG=trace`, its log captured: runs whose question, model text,
+/// reasoning, tool arguments and tool output carry credentials and private words, a provider that
+/// refuses the key, one that sends malformed chunks. The log says what happened (run and trace
+/// ids, errors) and never what anyone wrote: no content, no credential, no provider key.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_log_holds_no_content_no_credential_and_no_provider_key() {
+    let (_fake, base) = start_fake().await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    for sub in ["site/pkg", "workspace", "scenarios", "data"] {
+        std::fs::create_dir_all(dir.path().join(sub)).expect("folders");
+    }
+    std::fs::write(
+        dir.path().join("site/pkg/glassbox.js"),
+        "export default function () {}",
+    )
+    .expect("site");
+    std::fs::write(
+        dir.path().join("workspace/prod.txt"),
+        "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+         db = postgres://app:s3cr3t-pw@db.internal:5432/app\n\
+         -----BEGIN RSA PRIVATE KEY-----\n\
+         MIIEpAIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n\
+         -----END RSA PRIVATE KEY-----\n",
+    )
+    .expect("workspace file");
+    let providers = write_providers(dir.path(), &base);
+    let log_path = dir.path().join("glassbox.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let server = launch_with(
+        &dir,
+        &["--providers-file", providers.to_str().expect("path")],
+        &[(KEY_VARIABLE, KEY), ("RUST_LOG", "trace")],
+        log.into(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    for model in ["fake/leaky", "fake/auth", "fake/malformed", "fake/tools"] {
+        let response = client
+            .post(format!("{}/api/chat", server.base))
+            .json(&json!({"model": model, "content": "Zebra-umbrella question: my password=planted-by-the-user"}))
+            .send()
+            .await
+            .expect("POST /api/chat");
+        assert_eq!(response.status(), 200, "{model}");
+        assert_invariants(&SseStream::new(response).collect().await);
+    }
+    drop(server);
+    let log = std::fs::read_to_string(&log_path).expect("read the log");
+    assert_eq!(
+        log.matches("run ended").count(),
+        4,
+        "the log tells about runs: {log}"
+    );
+    for never in PLANTED.iter().copied().chain([
+        KEY,
+        "planted-by-the-user",
+        "Zebra-umbrella",
+        "Your token is",
+        "is set.",
+        "db.internal",
+        "hunter2",
+    ]) {
+        assert!(!log.contains(never), "the log holds {never:?}:\n{log}");
+    }
 }

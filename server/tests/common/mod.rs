@@ -360,8 +360,19 @@ pub struct Binary {
 
 /// Starts the binary with test tools and `extra` options, and waits until it answers.
 pub async fn launch(dir: &tempfile::TempDir, extra: &[&str]) -> Binary {
+    launch_with(dir, extra, &[], Stdio::null()).await
+}
+
+/// [`launch`] with environment variables, and its log (standard output) going to `log`.
+pub async fn launch_with(
+    dir: &tempfile::TempDir,
+    extra: &[&str],
+    env: &[(&str, &str)],
+    log: Stdio,
+) -> Binary {
     let address = format!("127.0.0.1:{}", free_port());
     let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .envs(env.iter().copied())
         .args(extra)
         .args(["--addr", &address])
         .arg("--data-dir")
@@ -373,7 +384,7 @@ pub async fn launch(dir: &tempfile::TempDir, extra: &[&str]) -> Binary {
         .arg("--scenarios-dir")
         .arg(dir.path().join("scenarios"))
         .arg("--enable-test-tools")
-        .stdout(Stdio::null())
+        .stdout(log)
         .stderr(Stdio::null())
         .kill_on_drop(true)
         .spawn()
