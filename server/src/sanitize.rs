@@ -53,10 +53,16 @@ pub fn sanitize_value(value: &mut Value) {
         }
         Value::Array(items) => items.iter_mut().for_each(sanitize_value),
         Value::String(text) => {
+            // Only what can be kept is scanned, with a margin, as for tool output.
+            let total = text.chars().count();
+            if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS + SCAN_MARGIN) {
+                let cut = cut.len();
+                text.truncate(cut);
+            }
             redact_in_place(text);
             if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS) {
-                let total = text.chars().count();
-                *text = format!("{cut}… [{} more characters]", total - MAX_ARG_STRING_CHARS);
+                let more = total.saturating_sub(MAX_ARG_STRING_CHARS);
+                *text = format!("{cut}… [{more} more characters]");
             }
         }
         _ => {}
@@ -65,11 +71,14 @@ pub fn sanitize_value(value: &mut Value) {
 
 pub use app::protocol::shorten_chars as shorten;
 
+/// How far past a cut a string is still scanned for credentials, so one that straddles the cut
+/// is seen whole (and cut away with the rest).
+const SCAN_MARGIN: usize = 512;
+
 /// Redacts a tool's output. Only what can be kept is scanned, with a margin so a credential that
 /// straddles the cut is still seen whole: a 100 KiB result costs a 16 KiB scan.
 fn redact_output(text: &mut String, truncated: &mut bool, full_length: &mut Option<u64>) {
-    const MARGIN: usize = 512;
-    if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS + MARGIN) {
+    if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS + SCAN_MARGIN) {
         let total = text.chars().count() as u64;
         let cut = cut.len();
         text.truncate(cut);
@@ -170,6 +179,27 @@ mod tests {
         let text = value["text"].as_str().unwrap_or_default();
         assert!(text.starts_with(&"é".repeat(MAX_ARG_STRING_CHARS)));
         assert!(text.ends_with("[10 more characters]"));
+    }
+
+    #[test]
+    fn a_credential_straddling_an_argument_cut_shows_none_of_itself() {
+        let key = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123";
+        let long = format!(
+            "{}{key} {}",
+            "a".repeat(MAX_ARG_STRING_CHARS - 12),
+            "b".repeat(100_000)
+        );
+        let mut value = json!({ "content": long });
+        sanitize_value(&mut value);
+        let text = value["content"].as_str().unwrap_or_default();
+        assert!(!text.contains("sk-proj"), "{}", &text[text.len() - 80..]);
+        // (The count is of the string as it came: the redaction made it shorter.)
+        let more = format!(
+            "[{} more characters]",
+            long.chars().count() - MAX_ARG_STRING_CHARS
+        );
+        assert!(text.ends_with(&more), "{}", &text[text.len() - 80..]);
+        assert!(text.contains("a[redacted] b"));
     }
 
     #[test]
