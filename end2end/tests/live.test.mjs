@@ -86,6 +86,8 @@ test('tools show a spinner while running, then a check mark and duration; reason
   await page.reload();
   await waitForHydration(page);
   await page.locator('details.reasoning summary').click();
+  // A collapsed block's body is drawn on its toggle event, a task after the click.
+  await page.locator('.reasoning-parts', { hasText: 'Then wait a little.' }).waitFor();
   assert.equal(await page.locator('.message.assistant').innerText(), liveView);
   assert.deepEqual(problems, []);
   await context.close();

@@ -24,6 +24,7 @@ before(async () => {
         { reasoning: ['Search the notes.', 'Then answer.'] },
         { tool_calls: [{ name: 'grep_search', args: { query: 'TODO' } }, { name: 'sleep', args: { seconds: 0.6 } }] },
         { text: 'There is **one** TODO: write the docs.' },
+        { usage: { input_tokens: 120, output_tokens: 40 } },
       ] },
       long: { delta_interval_ms: 0, steps: [{ text: 'Partial.' }, { tool_calls: [{ name: 'sleep', args: { seconds: 60 } }] }] },
     },
@@ -37,6 +38,12 @@ after(async () => {
   await fake?.close();
 });
 
+/** Milliseconds from a duration as the page writes it ("850 ms", "2.3 s"). */
+function parseDuration(text) {
+  const [, number, unit] = text.match(/^([\d.]+) (ms|s)$/);
+  return Number(number) * (unit === 's' ? 1000 : 1);
+}
+
 async function chat(page, model, text) {
   await page.goto(server.url);
   await waitForHydration(page);
@@ -49,7 +56,19 @@ test('a past message opens its trace; replay at 4x ends in the same view as the 
   await chat(page, 'scenario:work', 'Find the TODO');
   const assistant = page.locator('.message.assistant[data-status="complete"]');
   await assistant.waitFor({ timeout: 15_000 });
-  const liveView = (await assistant.locator(':scope > :not(.view-trace)').allInnerTexts()).join('\n');
+  const liveView = (await assistant.locator(':scope > :not(.message-footer)').allInnerTexts()).join('\n');
+
+  // The footer's figures are the stored trace's.
+  const href = await assistant.getByRole('link', { name: 'View trace' }).getAttribute('href');
+  const stored = await (await fetch(`${server.url}/api${href.replace('/t/', '/traces/')}`)).json();
+  assert.equal(await assistant.locator('.footer-model').innerText(), 'scenario:work');
+  assert.equal(await assistant.locator('.footer-tokens').innerText(), `${stored.input_tokens} in · ${stored.output_tokens} out tokens`);
+  assert.equal(stored.input_tokens, 120);
+  assert.equal(await assistant.locator('.footer-tools').innerText(), `${stored.total_tool_calls} tool calls`);
+  const shown = await assistant.locator('.footer-duration').innerText();
+  assert.ok(Math.abs(parseDuration(shown) - stored.total_duration_ms) <= 50, `${shown} vs ${stored.total_duration_ms} ms`);
+  await assistant.getByRole('button', { name: 'Copy' }).click();
+  await assistant.getByRole('button', { name: 'Copied' }).waitFor();
 
   await assistant.getByRole('link', { name: 'View trace' }).click();
   await page.waitForURL(/\/t\/trace_/);

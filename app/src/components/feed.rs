@@ -46,6 +46,16 @@ pub struct MessageModel {
     pub blocks: RwSignal<Vec<Block>>,
     pub ended_reason: RwSignal<Option<String>>,
     pub trace_id: RwSignal<Option<String>>,
+    /// What the footer shows: the model, how long the run took, the tokens it used.
+    pub facts: RwSignal<MessageFacts>,
+}
+
+/// An answer's figures, as its footer shows them.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct MessageFacts {
+    pub model: String,
+    pub duration_ms: Option<u64>,
+    pub usage: Option<crate::protocol::Usage>,
 }
 
 impl MessageModel {
@@ -56,6 +66,7 @@ impl MessageModel {
             blocks: RwSignal::new(Vec::new()),
             ended_reason: RwSignal::new(None),
             trace_id: RwSignal::new(None),
+            facts: RwSignal::new(MessageFacts::default()),
         };
         model.sync(message);
         model
@@ -70,6 +81,14 @@ impl MessageModel {
         set_if_changed(self.status, message.status);
         set_if_changed(self.ended_reason, message.ended_reason.clone());
         set_if_changed(self.trace_id, message.trace_id.clone());
+        set_if_changed(
+            self.facts,
+            MessageFacts {
+                model: message.model.clone(),
+                duration_ms: message.duration_ms,
+                usage: message.usage,
+            },
+        );
         // A terminal message may differ anywhere (it is the server's final word): compare fully.
         let thorough = message.status != MessageStatus::Streaming;
         let mut ids_changed = false;
@@ -119,6 +138,22 @@ impl MessageModel {
         if self.blocks.with_untracked(|blocks| !blocks.is_empty()) {
             self.blocks.set(Vec::new());
         }
+    }
+
+    /// The answer's text: its text blocks, in order.
+    pub fn text(&self) -> String {
+        self.blocks.with_untracked(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|block| {
+                    block.segment.with_untracked(|segment| match segment {
+                        Segment::Text(text) => Some(text.text.clone()),
+                        _ => None,
+                    })
+                })
+                .collect::<Vec<_>>()
+                .join("\n\n")
+        })
     }
 
     pub fn is_streaming(&self) -> bool {

@@ -87,12 +87,12 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
         })
     };
     let streaming = move || model.status.get() == MessageStatus::Streaming;
-    let trace_link = move || {
+    let footer = move || {
         model
             .trace_id
             .get()
             .filter(|_| !streaming())
-            .map(|trace_id| view! { <a class="view-trace" href=format!("/t/{trace_id}")>"View trace"</a> })
+            .map(|trace_id| view! { <MessageFooter model trace_id state /> })
     };
     view! {
         <article
@@ -102,12 +102,71 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             aria-busy=move || streaming().to_string()
         >
             <MessageBlocks model />
-            {trace_link}
+            {footer}
             <Show when=move || live.get()>
                 <RunControls state />
             </Show>
             <EndedNote id model state />
         </article>
+    }
+    .into_any()
+}
+
+/// An ended answer's figures (model, duration, tool calls, tokens) and what can be done with it:
+/// copy it, open its trace, export it.
+#[component]
+fn MessageFooter(model: MessageModel, trace_id: String, state: ChatState) -> impl IntoView {
+    let facts = move || model.facts.get();
+    let duration = move || facts().duration_ms.map(super::segments::format_duration);
+    let tools = move || match model.tool_counts().0 {
+        0 => None,
+        1 => Some("1 tool call".to_owned()),
+        n => Some(format!("{n} tool calls")),
+    };
+    let tokens = move || {
+        facts().usage.map(|usage| {
+            let reasoning = usage
+                .reasoning_tokens
+                .map(|n| format!(", {n} reasoning"))
+                .unwrap_or_default();
+            format!(
+                "{} in · {} out{reasoning} tokens",
+                usage.input_tokens, usage.output_tokens
+            )
+        })
+    };
+    let copied = RwSignal::new(false);
+    let copy = move |_| {
+        #[cfg(feature = "hydrate")]
+        {
+            let _ = window().navigator().clipboard().write_text(&model.text());
+        }
+        copied.set(true);
+    };
+    let conversation = move || state.conversation_id.get().unwrap_or_default();
+    view! {
+        <footer class="message-footer">
+            <span class="message-facts">
+                <span class="fact footer-model">{move || facts().model}</span>
+                {move || duration().map(|d| view! { <span class="fact footer-duration">{d}</span> })}
+                {move || tools().map(|t| view! { <span class="fact footer-tools">{t}</span> })}
+                {move || tokens().map(|t| view! { <span class="fact footer-tokens">{t}</span> })}
+            </span>
+            <span class="message-actions">
+                <button type="button" class="footer-action copy-answer" on:click=copy>
+                    {move || if copied.get() { "Copied" } else { "Copy" }}
+                </button>
+                <a class="footer-action view-trace" href=format!("/t/{trace_id}")>"View trace"</a>
+                <details class="menu export-menu">
+                    <summary class="footer-action">"Export"</summary>
+                    <div class="menu-items" role="menu">
+                        <a role="menuitem" href=format!("/api/traces/{trace_id}/inspector.json") target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
+                        <a role="menuitem" href=move || format!("/thoughtflow/{}.json", conversation()) target="_blank" rel="external noopener">"ThoughtFlow JSON (conversation)"</a>
+                        <a role="menuitem" href=move || format!("/thoughtflow/{}.d2", conversation()) target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
+                    </div>
+                </details>
+            </span>
+        </footer>
     }
     .into_any()
 }

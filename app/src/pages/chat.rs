@@ -102,12 +102,15 @@ fn ConversationView(
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {
-                <nav class="conversation-exports" aria-label="Exports">
-                    "ThoughtFlow: "
-                    <a href=format!("/thoughtflow/{id}.json") target="_blank" rel="external noopener">"JSON"</a>
-                    " · "
-                    <a href=format!("/thoughtflow/{id}.d2") target="_blank" rel="external noopener">"D2"</a>
-                </nav>
+                <header class="conversation-header">
+                    <details class="menu export-menu">
+                        <summary>"Export conversation"</summary>
+                        <div class="menu-items" role="menu">
+                            <a role="menuitem" href=format!("/thoughtflow/{id}.json") target="_blank" rel="external noopener">"ThoughtFlow JSON"</a>
+                            <a role="menuitem" href=format!("/thoughtflow/{id}.d2") target="_blank" rel="external noopener">"ThoughtFlow D2"</a>
+                        </div>
+                    </details>
+                </header>
             }
         })
     };

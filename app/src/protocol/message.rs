@@ -25,6 +25,9 @@ pub struct Message {
     /// The trace of the run that wrote this (assistant) message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// How long the run took, start to end, once it has ended (set in its terminal event).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
 }
 
 impl Message {
@@ -44,6 +47,7 @@ impl Message {
             })],
             ended_reason: None,
             trace_id: None,
+            duration_ms: None,
         }
     }
 
@@ -59,6 +63,7 @@ impl Message {
             segments: Vec::new(),
             ended_reason: None,
             trace_id: None,
+            duration_ms: None,
         }
     }
 

@@ -318,7 +318,10 @@ impl Engine {
             RunEnding::Failed { code, error } => (None, Some(error.as_str()), Some(code.as_str())),
         };
         let completed_at = now_rfc3339();
-        let duration_ms = run.started_at.elapsed().as_millis() as u64;
+        // The same figure the message carries (its footer shows it).
+        let duration_ms = message
+            .duration_ms
+            .unwrap_or_else(|| run.started_at.elapsed().as_millis() as u64);
         // Stored before published, however long that takes: a run whose trace cannot be written
         // (a full disk) stays in memory, its stream open, and is retried with backoff while
         // `/healthz` reports the failing writes.

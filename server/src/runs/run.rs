@@ -247,6 +247,7 @@ impl Run {
                 .message()
                 .cloned()
                 .unwrap_or_else(|| self.empty_message());
+            message.duration_ms = Some(self.started_at.elapsed().as_millis() as u64);
             let kind = match ending {
                 RunEnding::Completed => {
                     message.status = MessageStatus::Complete;
