@@ -102,6 +102,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             aria-busy=move || streaming().to_string()
         >
             <MessageBlocks model />
+            <super::activity::ActivityStrip model />
             {footer}
             <Show when=move || live.get()>
                 <RunControls state />
@@ -223,7 +224,8 @@ fn RunControls(state: ChatState) -> impl IntoView {
     #[cfg(feature = "hydrate")]
     {
         let handle = window_event_listener(leptos::ev::keydown, move |event| {
-            if event.key() == "Escape" {
+            // Unless Escape closed something first (the drawer, the settings).
+            if event.key() == "Escape" && !event.default_prevented() {
                 stop();
             }
         });

@@ -1,5 +1,6 @@
 //! UI components, each in its own file.
 
+pub mod activity;
 mod composer;
 pub mod feed;
 mod icons;

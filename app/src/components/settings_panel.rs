@@ -21,32 +21,48 @@ pub fn SettingsPanel() -> impl IntoView {
                     prop:checked=move || settings.get().mode == mode
                     on:change=move |_| update(&|s| s.mode = mode)
                 />
-                <span>
-                    <strong>{label}</strong>
-                    <span class="muted">" " {hint}</span>
+                <span class="mode-text">
+                    <span class="mode-name">{label}</span>
+                    <span class="mode-hint muted">{hint}</span>
                 </span>
             </label>
         }
     };
-    let number =
-        move |label: &'static str, get: fn(&Settings) -> u32, set: fn(&mut Settings, u32)| {
-            view! {
-                <label class="number-setting">
-                    <span>{label}</span>
-                    <input
-                        type="number"
-                        min="1"
-                        max="100000"
-                        prop:value=move || get(&settings.get()).to_string()
-                        on:change=move |event| {
-                            if let Ok(value) = event_target_value(&event).trim().parse::<u32>() {
-                                update(&|s| set(s, value.clamp(1, 100_000)));
-                            }
+    let number = move |label: &'static str,
+                       unit: &'static str,
+                       get: fn(&Settings) -> u32,
+                       set: fn(&mut Settings, u32)| {
+        view! {
+            <label class="number-setting">
+                <span class="number-label">{label}</span>
+                <span class="number-field">
+                <input
+                    type="number"
+                    min="1"
+                    max="100000"
+                    inputmode="numeric"
+                    prop:value=move || get(&settings.get()).to_string()
+                    on:change=move |event| {
+                        if let Ok(value) = event_target_value(&event).trim().parse::<u32>() {
+                            update(&|s| set(s, value.clamp(1, 100_000)));
                         }
-                    />
-                </label>
+                    }
+                />
+                <span class="unit muted">{unit}</span>
+                </span>
+            </label>
+        }
+    };
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::keydown, move |event| {
+            if event.key() == "Escape" && open.get_untracked() {
+                event.prevent_default();
+                open.set(false);
             }
-        };
+        });
+        on_cleanup(move || handle.remove());
+    }
     view! {
         <div class="settings">
             <button
@@ -58,17 +74,25 @@ pub fn SettingsPanel() -> impl IntoView {
             >
                 "Settings"
             </button>
-            <div id="settings-panel" class="settings-panel" role="group" aria-label="Agent transparency" hidden=move || !open.get()>
-                <fieldset>
+            <div id="settings-panel" class="settings-panel" role="group" aria-label="Settings" hidden=move || !open.get()>
+                <div class="settings-head">
+                    <h2>"Settings"</h2>
+                    <button type="button" class="settings-close" aria-label="Close" title="Close (Esc)" on:click=move |_| open.set(false)>"×"</button>
+                </div>
+                <fieldset class="mode-group">
                     <legend>"Agent transparency"</legend>
-                    {mode_option(DisplayMode::Minimal, "Minimal", "answer only")}
-                    {mode_option(DisplayMode::Normal, "Normal", "tool calls collapsed")}
-                    {mode_option(DisplayMode::Verbose, "Verbose", "everything expanded")}
+                    {mode_option(DisplayMode::Minimal, "Minimal", "The answer only: reasoning and tool calls are hidden.")}
+                    {mode_option(DisplayMode::Normal, "Normal", "Reasoning and tool calls as collapsed blocks; a running tool shows its output.")}
+                    {mode_option(DisplayMode::Verbose, "Verbose", "Everything expanded: every reasoning part, argument and output.")}
                 </fieldset>
-                {number("Collapse all when more tools than", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
-                {number("Preview output longer than (lines)", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
-                {number("Output preview (characters)", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
-                {number("Reasoning preview (characters)", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
+                <fieldset class="limits">
+                    <legend>"Limits"</legend>
+                    {number("Collapse all when more tools than", "tool calls", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
+                    {number("Preview output longer than (lines)", "lines", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
+                    {number("Output preview (characters)", "characters", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
+                    {number("Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
+                </fieldset>
+                <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
             </div>
         </div>
     }

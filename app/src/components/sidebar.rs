@@ -9,7 +9,7 @@ pub fn Sidebar(
     active: Memo<Option<String>>,
 ) -> impl IntoView {
     view! {
-        <nav class="sidebar" aria-label="Conversations">
+        <nav id="sidebar" class="sidebar" aria-label="Conversations">
             <div class="brand">"Glassbox"</div>
             <a class="new-chat" href="/">"+ New chat"</a>
             <super::SettingsPanel />

@@ -28,10 +28,37 @@ pub fn ChatPage() -> impl IntoView {
         },
     );
 
+    // Below 800 px the sidebar is a drawer behind the menu button (style/glassbox.css).
+    let drawer = RwSignal::new(false);
+    Effect::new(move |_| {
+        conversation_id.track();
+        drawer.set(false);
+    });
+    #[cfg(feature = "hydrate")]
+    {
+        let handle = window_event_listener(leptos::ev::keydown, move |event| {
+            if event.key() == "Escape" && drawer.get_untracked() {
+                event.prevent_default();
+                drawer.set(false);
+            }
+        });
+        on_cleanup(move || handle.remove());
+    }
     view! {
-        <div class="app">
+        <div class="app" class:drawer-open=move || drawer.get()>
+            <div class="drawer-backdrop" aria-hidden="true" on:click=move |_| drawer.set(false)></div>
             <Sidebar conversations active=conversation_id />
             <main class="chat" aria-label="Conversation">
+                <button
+                    type="button"
+                    class="menu-button"
+                    aria-label="Conversations and settings"
+                    aria-controls="sidebar"
+                    aria-expanded=move || drawer.get().to_string()
+                    on:click=move |_| drawer.update(|open| *open = !*open)
+                >
+                    <span aria-hidden="true">"☰"</span>
+                </button>
                 <Transition fallback=|| ()>
                     {move || Suspend::new(async move {
                         match conversation.await {

@@ -386,6 +386,7 @@ fn Replay(
         {move || load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
         <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
             <MessageBlocks model />
+            <crate::components::activity::ActivityStrip model />
         </article>
     }
     .into_any()
