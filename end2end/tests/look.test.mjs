@@ -24,6 +24,9 @@ before(async () => {
         { text: 'Found **one** TODO: write the docs.' },
         { usage: { input_tokens: 1200, output_tokens: 310, reasoning_tokens: 128 } },
       ] },
+      long: { delta_chars: 12, delta_interval_ms: 15, steps: [
+        { text: Array.from({ length: 60 }, (_, i) => `Paragraph ${i + 1} of a long answer.`).join('\n\n') },
+      ] },
     },
   });
   browser = await launchBrowser();
@@ -106,6 +109,38 @@ test('the activity strip has a lane per tool call; parallel calls overlap; a lan
   await sleep.getByRole('button').click();
   await answer.locator('.tool-call[open]', { hasText: 'Sleeping' }).waitFor();
   assert.equal(await answer.locator('.tool-call[open]').count(), 1);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('the chat follows the answer as it grows, stops when the person scrolls up, and opens at the end', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await page.setViewportSize({ width: 1000, height: 500 });
+  await page.goto(server.url);
+  await waitForHydration(page);
+  await page.route('**/api/chat', async (route) => {
+    const body = JSON.parse(route.request().postData() ?? '{}');
+    await route.continue({ postData: JSON.stringify({ ...body, model: 'scenario:long' }) });
+  });
+  const messages = page.locator('.messages');
+  const gap = () => messages.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
+  await send(page, 'Write a long answer');
+  await page.getByText('Paragraph 20 of').waitFor({ timeout: 15_000 });
+  assert.ok((await messages.evaluate((el) => el.scrollHeight - el.clientHeight)) > 300, 'the answer is taller than the view');
+  assert.ok((await gap()) <= 80, `following the answer: ${await gap()} px from the end`);
+  // The person scrolls up to read: the view stays where they put it.
+  await messages.hover();
+  await page.mouse.wheel(0, -5000);
+  await page.waitForTimeout(200);
+  const readingAt = await messages.evaluate((el) => el.scrollTop);
+  await page.getByText('Paragraph 40 of').waitFor({ timeout: 15_000 });
+  assert.equal(await messages.evaluate((el) => el.scrollTop), readingAt, 'not pulled down while reading');
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await page.waitForURL(/\/c\//);
+  await page.reload();
+  await waitForHydration(page);
+  await page.waitForTimeout(200);
+  assert.ok((await gap()) <= 80, `a conversation opens at its end: ${await gap()} px from it`);
   assert.deepEqual(problems, []);
   await context.close();
 });

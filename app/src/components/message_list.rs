@@ -9,8 +9,22 @@ use crate::protocol::MessageStatus;
 #[component]
 pub fn MessageList(state: ChatState) -> impl IntoView {
     let empty = move || state.entries.with(Vec::is_empty);
+    let section = NodeRef::<leptos::html::Section>::new();
+    #[cfg(feature = "hydrate")]
+    {
+        let follower = StoredValue::new_local(None::<super::follow_bottom::FollowBottom>);
+        Effect::new(move |_| {
+            if let Some(element) = section.get() {
+                let element: web_sys::Element = element.into();
+                follower.set_value(super::follow_bottom::FollowBottom::start(element));
+            }
+        });
+        on_cleanup(move || {
+            let _ = follower.try_update_value(|follower| follower.take());
+        });
+    }
     view! {
-        <section class="messages">
+        <section class="messages" node_ref=section>
             <Show when=empty>
                 <div class="welcome">
                     <h1>"What should the agent look into?"</h1>

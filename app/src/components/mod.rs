@@ -3,6 +3,8 @@
 pub mod activity;
 mod composer;
 pub mod feed;
+#[cfg(feature = "hydrate")]
+mod follow_bottom;
 mod icons;
 pub mod live;
 pub mod markdown;
