@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AxeBuilder } from '@axe-core/playwright';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, openChat, waitForHydration, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
 
 let server;
 let browser;
@@ -50,10 +50,7 @@ test('at 390 px the sidebar is a drawer behind a menu button; everything fits an
   await page.setViewportSize({ width: 390, height: 800 });
   await page.goto(server.url);
   await waitForHydration(page);
-  await page.route('**/api/chat', async (route) => {
-    const body = JSON.parse(route.request().postData() ?? '{}');
-    await route.continue({ postData: JSON.stringify({ ...body, model: 'scenario:work' }) });
-  });
+  await useModel(page, 'scenario:work');
   await send(page, 'Find the TODOs');
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   await page.waitForURL(/\/c\//);
@@ -118,10 +115,7 @@ test('the chat follows the answer as it grows, stops when the person scrolls up,
   await page.setViewportSize({ width: 1000, height: 500 });
   await page.goto(server.url);
   await waitForHydration(page);
-  await page.route('**/api/chat', async (route) => {
-    const body = JSON.parse(route.request().postData() ?? '{}');
-    await route.continue({ postData: JSON.stringify({ ...body, model: 'scenario:long' }) });
-  });
+  await useModel(page, 'scenario:long');
   const messages = page.locator('.messages');
   const gap = () => messages.evaluate((el) => el.scrollHeight - el.scrollTop - el.clientHeight);
   await send(page, 'Write a long answer');

@@ -11,16 +11,8 @@ use common::*;
 use reqwest::{header, redirect::Policy, Client, StatusCode};
 use serde_json::{json, Value};
 
-fn site() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().expect("temp dir");
-    for sub in ["site/pkg", "workspace", "scenarios", "data"] {
-        std::fs::create_dir_all(dir.path().join(sub)).expect("folders");
-    }
-    std::fs::write(
-        dir.path().join("site/pkg/glassbox.js"),
-        "export default function () {}",
-    )
-    .expect("js");
+fn site() -> std::sync::Arc<tempfile::TempDir> {
+    let dir = test_dir();
     std::fs::write(
         dir.path().join("scenarios/quick.json"),
         json!({"delta_interval_ms": 0, "steps": [{"text": "Alice's private answer"}]}).to_string(),

@@ -995,15 +995,7 @@ async fn responses_and_anthropic_adapters_map_tools_reasoning_parts_and_failures
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_log_holds_no_content_no_credential_and_no_provider_key() {
     let (_fake, base) = start_fake().await;
-    let dir = tempfile::tempdir().expect("temp dir");
-    for sub in ["site/pkg", "workspace", "scenarios", "data"] {
-        std::fs::create_dir_all(dir.path().join(sub)).expect("folders");
-    }
-    std::fs::write(
-        dir.path().join("site/pkg/glassbox.js"),
-        "export default function () {}",
-    )
-    .expect("site");
+    let dir = test_dir();
     std::fs::write(
         dir.path().join("workspace/prod.txt"),
         "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\

@@ -7,7 +7,7 @@
 use leptos::prelude::*;
 
 use super::feed::MessageModel;
-use super::segments::format_duration;
+use super::segments::{format_duration, status_class};
 use crate::protocol::{parse_rfc3339_millis, Segment, ToolCallStatus};
 use crate::settings::{use_settings, DisplayMode};
 
@@ -113,15 +113,6 @@ pub fn ActivityStrip(model: MessageModel) -> impl IntoView {
         </Show>
     }
     .into_any()
-}
-
-fn status_class(status: ToolCallStatus) -> &'static str {
-    match status {
-        ToolCallStatus::Running => "running",
-        ToolCallStatus::Success => "success",
-        ToolCallStatus::Error => "error",
-        ToolCallStatus::Cancelled => "cancelled",
-    }
 }
 
 /// Opens the tool block of `call_id` in the lane's own message and brings it into view; its

@@ -81,14 +81,19 @@ impl MessageModel {
         set_if_changed(self.status, message.status);
         set_if_changed(self.ended_reason, message.ended_reason.clone());
         set_if_changed(self.trace_id, message.trace_id.clone());
-        set_if_changed(
-            self.facts,
-            MessageFacts {
+        // Compared in place: this runs every frame while a run streams, and the facts rarely change.
+        let facts_changed = self.facts.try_with_untracked(|facts| {
+            facts.model != message.model
+                || facts.duration_ms != message.duration_ms
+                || facts.usage != message.usage
+        });
+        if facts_changed == Some(true) {
+            self.facts.set(MessageFacts {
                 model: message.model.clone(),
                 duration_ms: message.duration_ms,
                 usage: message.usage,
-            },
-        );
+            });
+        }
         // A terminal message may differ anywhere (it is the server's final word): compare fully.
         let thorough = message.status != MessageStatus::Streaming;
         let mut ids_changed = false;

@@ -224,7 +224,7 @@ fn details_open(event: &leptos::ev::Event) -> Option<bool> {
     }
 }
 
-fn status_class(status: ToolCallStatus) -> &'static str {
+pub(crate) fn status_class(status: ToolCallStatus) -> &'static str {
     match status {
         ToolCallStatus::Running => "running",
         ToolCallStatus::Success => "success",

@@ -53,16 +53,7 @@ pub fn SettingsPanel() -> impl IntoView {
             </label>
         }
     };
-    #[cfg(feature = "hydrate")]
-    {
-        let handle = window_event_listener(leptos::ev::keydown, move |event| {
-            if event.key() == "Escape" && open.get_untracked() {
-                event.prevent_default();
-                open.set(false);
-            }
-        });
-        on_cleanup(move || handle.remove());
-    }
+    super::close_on_escape(open);
     view! {
         <div class="settings">
             <button

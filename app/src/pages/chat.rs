@@ -34,16 +34,7 @@ pub fn ChatPage() -> impl IntoView {
         conversation_id.track();
         drawer.set(false);
     });
-    #[cfg(feature = "hydrate")]
-    {
-        let handle = window_event_listener(leptos::ev::keydown, move |event| {
-            if event.key() == "Escape" && drawer.get_untracked() {
-                event.prevent_default();
-                drawer.set(false);
-            }
-        });
-        on_cleanup(move || handle.remove());
-    }
+    crate::components::close_on_escape(drawer);
     view! {
         <div class="app" class:drawer-open=move || drawer.get()>
             <div class="drawer-backdrop" aria-hidden="true" on:click=move |_| drawer.set(false)></div>

@@ -98,10 +98,10 @@ fn ending(trace: &Trace) -> String {
 }
 
 /// `?share=TOKEN` for the requests of a page opened with a share link, else nothing.
-fn share_query(share: &Option<String>, first: bool) -> String {
+fn share_query(share: &Option<String>) -> String {
     share
         .as_ref()
-        .map(|token| format!("{}share={token}", if first { '?' } else { '&' }))
+        .map(|token| format!("?share={token}"))
         .unwrap_or_default()
 }
 
@@ -138,7 +138,7 @@ fn TraceView(
     let export = format!(
         "/api/traces/{}/inspector.json{}",
         trace.trace_id,
-        share_query(&share, true)
+        share_query(&share)
     );
     let top = match share.is_some() {
         true => view! { <p class="shared-note muted">"Shared with you, read only"</p> }.into_any(),
@@ -265,7 +265,7 @@ fn Replay(
     if let Some(run_id) = &live_run {
         let url = format!(
             "/api/runs/{run_id}/events{}",
-            share_query(&share.get_value(), true)
+            share_query(&share.get_value())
         );
         let lost = move || load_error.set(Some("The connection to the run was lost.".into()));
         local.follow(&url, move || refresh.run(()), lost);

@@ -137,6 +137,20 @@ impl PageSource {
         crate::auth::Reader::resolve(&self.store, user, share.as_deref()).await
     }
 
+    /// A trace the request may read (see [`Self::reader`]), with its model turns.
+    async fn trace_with_turns(
+        &self,
+        share: Option<String>,
+        trace_id: &str,
+    ) -> crate::error::Result<Option<(Trace, Vec<crate::store::ModelTurn>)>> {
+        let reader = self.reader(share).await?;
+        let Some(trace) = reader.trace(&self.store, trace_id).await? else {
+            return Ok(None);
+        };
+        let turns = self.store.model_turns(&trace.trace_id).await?;
+        Ok(Some((trace, turns)))
+    }
+
     fn owner_id(&self) -> Result<&str, String> {
         self.user
             .as_ref()
@@ -208,16 +222,13 @@ impl ConversationSource for PageSource {
     ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
         let status = use_context::<leptos_axum::ResponseOptions>();
         Box::pin(async move {
-            let entries = async {
-                let reader = self.reader(share).await?;
-                let Some(trace) = reader.trace(&self.store, &trace_id).await? else {
-                    return Ok(Vec::new());
-                };
-                let turns = self.store.model_turns(&trace.trace_id).await?;
-                Ok::<_, crate::error::Error>(crate::exports::inspector(&trace, &turns))
-            };
-            entries
-                .await
+            let found = self.trace_with_turns(share, &trace_id).await;
+            found
+                .map(|found| {
+                    found.map_or_else(Vec::new, |(trace, turns)| {
+                        crate::exports::inspector(&trace, &turns)
+                    })
+                })
                 .map_err(|error| page_error(error, status, "building the inspector for a page"))
         })
     }
@@ -230,11 +241,9 @@ impl ConversationSource for PageSource {
         let status = use_context::<leptos_axum::ResponseOptions>();
         Box::pin(async move {
             let turns = async {
-                let reader = self.reader(share).await?;
-                let Some(trace) = reader.trace(&self.store, &trace_id).await? else {
+                let Some((_, turns)) = self.trace_with_turns(share, &trace_id).await? else {
                     return Ok(Vec::new());
                 };
-                let turns = self.store.model_turns(&trace.trace_id).await?;
                 Ok::<_, crate::error::Error>(
                     turns
                         .into_iter()
