@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, clippy for the server (ssr) and browser (hydrate) builds, the Rust
-# unit and integration tests, then the browser tests against the real release binary, and a
+# unit and integration tests (the integration tests twice: on SQLite, then on PostgreSQL), then the browser tests against the real release binary, and a
 # small run of the benchmarks' load generator.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +20,7 @@ current_step="setup"
 ensure_build_tools
 ensure_rust_components
 ensure_browser_tools
+ensure_postgres
 
 # A test run builds once: incremental state (7 GB on a fresh clone) only costs disk here.
 export CARGO_INCREMENTAL="${CARGO_INCREMENTAL:-0}"
@@ -35,6 +36,11 @@ cargo clippy -p app -p frontend --target wasm32-unknown-unknown --locked -- -D w
 
 step "cargo test (app + server + bench)"
 cargo test -p app -p server -p bench --locked
+
+# The same integration tests (engine, HTTP API, exports, crash recovery, accounts) against a real
+# PostgreSQL that the tests start themselves (server/tests/common/postgres.rs).
+step "cargo test (server, on PostgreSQL)"
+GLASSBOX_TEST_STORE=postgres cargo test -p app -p server -p bench --locked --test '*'
 
 step "build the site (cargo leptos)"
 build_site

@@ -102,6 +102,14 @@ ensure_chromium() {
   export CHROMIUM_PATH=/usr/bin/chromium
 }
 
+# PostgreSQL's server binaries, for the tests that run the suite against PostgreSQL. The tests start
+# their own server (a temporary cluster on a free port, as the `postgres` user when run as root);
+# any server the package starts is left alone.
+ensure_postgres() {
+  if ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && id postgres >/dev/null 2>&1; then return; fi
+  apt_install postgresql
+}
+
 # What building the site needs: cargo, the wasm target, cargo-leptos, wasm-bindgen-cli, Node.
 ensure_build_tools() {
   ensure_cargo

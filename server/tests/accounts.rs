@@ -32,6 +32,7 @@ fn add_user(dir: &tempfile::TempDir, name: &str, password: &str) -> std::process
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .arg("--data-dir")
         .arg(dir.path().join("data"))
+        .args(store_args(dir))
         .args(["users", "add", name])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())

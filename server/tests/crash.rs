@@ -145,18 +145,23 @@ async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     binary.child.start_kill().expect("SIGKILL");
     let _ = binary.child.wait().await;
 
-    // Damage the first run's checkpoint rows.
-    let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", db_path(&dir).display()))
+    // Damage the first run's checkpoint rows: cut short in SQLite; in PostgreSQL, whose JSONB
+    // holds only valid JSON, an event missing all its fields.
+    let store = open_store(&dir).await;
+    let damage = if store.sqlite().is_some() {
+        r#"'[{"seq":1,'"#
+    } else {
+        r#"'[{"seq":1}]'"#
+    };
+    let damaged = store
+        .execute_as_writer(format!(
+            "UPDATE trace_event_chunks SET events = {damage} WHERE trace_id = '{}'",
+            trace_ids[0]
+        ))
         .await
-        .expect("open the database");
-    let damaged =
-        sqlx::query("UPDATE trace_event_chunks SET events = '[{\"seq\":1,' WHERE trace_id = ?")
-            .bind(&trace_ids[0])
-            .execute(&pool)
-            .await
-            .expect("damage a row");
-    assert!(damaged.rows_affected() > 0, "the run was checkpointed");
-    pool.close().await;
+        .expect("damage a row");
+    assert!(damaged > 0, "the run was checkpointed");
+    store.close().await;
 
     let binary = launch(&dir, &[]).await;
     let base = binary.base.clone();

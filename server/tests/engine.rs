@@ -500,10 +500,7 @@ async fn a_secret_in_tool_arguments_never_reaches_the_stream_or_the_database() {
     assert!(!stream_text.contains(secret));
     server.stop().await;
 
-    let mut stored = Vec::new();
-    for entry in std::fs::read_dir(dir.path().join("data")).expect("data dir") {
-        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read database file"));
-    }
+    let stored = stored_bytes(&dir).await;
     assert!(!stored.is_empty());
     let needle = secret.as_bytes();
     assert!(
@@ -836,4 +833,67 @@ async fn huge_reasoning_stays_under_the_event_cap_and_extreme_numbers_are_kept_i
         trace["input_tokens"]
     );
     server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn control_characters_in_a_message_and_in_tool_output_are_stored_and_read_back() {
+    // PostgreSQL refuses NUL in TEXT and in JSONB: the store must not turn it into a failed run.
+    let server = TestServer::start().await;
+    server.scenario(
+        "nul",
+        json!({"steps": [{"text": "before\u{0}after \\u0000 stays"}]}),
+    );
+    let started = server.start_run("scenario:nul", "a\u{0}b\u{1}c").await;
+    let run_id = started["run_id"].as_str().expect("run");
+    let events = server.subscribe(run_id, None).await.collect().await;
+    assert!(events.last().is_some_and(|e| is_type(e, "message_final")));
+    let conversation_id = started["conversation_id"].as_str().expect("conversation");
+    let (status, conversation) = server
+        .get_json(&format!("/api/conversations/{conversation_id}"))
+        .await;
+    assert_eq!(status, 200, "{conversation}");
+    let answer = conversation["messages"][1].to_string();
+    assert!(answer.contains("after"), "{answer}");
+    assert!(
+        answer.contains("\\\\u0000 stays"),
+        "an escaped backslash is text: {answer}"
+    );
+    assert_eq!(conversation["messages"][1]["status"], "complete");
+    let (status, _) = server
+        .get_json(&format!(
+            "/api/traces/{}",
+            started["trace_id"].as_str().expect("trace")
+        ))
+        .await;
+    assert_eq!(status, 200);
+    server.stop().await;
+}
+
+/// Everything the database holds: SQLite's files, or every row of PostgreSQL's tables as text.
+async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
+    let mut stored = Vec::new();
+    if common::postgres::enabled() {
+        let store = open_store(dir).await;
+        let pool = store.postgres().expect("PostgreSQL").pool();
+        for table in [
+            "conversations",
+            "messages",
+            "agent_traces",
+            "trace_event_chunks",
+            "model_turns",
+        ] {
+            let rows: Vec<String> =
+                sqlx::query_scalar(&format!("SELECT row_to_json(t)::text FROM {table} t"))
+                    .fetch_all(pool)
+                    .await
+                    .expect("read a table");
+            stored.extend(rows.concat().into_bytes());
+        }
+        store.close().await;
+        return stored;
+    }
+    for entry in std::fs::read_dir(dir.path().join("data")).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read database file"));
+    }
+    stored
 }

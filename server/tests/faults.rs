@@ -7,12 +7,42 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 
-async fn page_count(server: &TestServer) -> u64 {
+/// Makes large trace writes fail, as a full disk would: SQLite's page cap, or on PostgreSQL a
+/// constraint no large trace meets. The reason each gives: "full" and "constraint".
+async fn fill_the_database(server: &TestServer) -> &'static str {
+    let Some(sqlite) = server.store.sqlite() else {
+        server
+            .store
+            .execute_as_writer(
+                "ALTER TABLE agent_traces ADD CONSTRAINT full_disk
+                 CHECK (events IS NULL OR length(events::text) < 100000) NOT VALID"
+                    .into(),
+            )
+            .await
+            .expect("refuse large traces");
+        return "full_disk";
+    };
     let pages: i64 = sqlx::query_scalar("PRAGMA page_count")
-        .fetch_one(server.store.pool())
+        .fetch_one(sqlite.pool())
         .await
         .expect("page_count");
-    pages as u64
+    sqlite
+        .set_max_page_count(pages as u64 + 8)
+        .await
+        .expect("cap the database");
+    "full"
+}
+
+async fn free_the_database(server: &TestServer) {
+    match server.store.sqlite() {
+        Some(sqlite) => sqlite.set_max_page_count(1 << 30).await,
+        None => server
+            .store
+            .execute_as_writer("ALTER TABLE agent_traces DROP CONSTRAINT full_disk".into())
+            .await
+            .map(drop),
+    }
+    .expect("make room");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -24,12 +54,7 @@ async fn a_trace_that_cannot_be_stored_is_retried_and_health_says_why() {
         json!({"delta_chars": 4000, "delta_interval_ms": 0, "steps": [{"text": big}]}),
     );
     // The database may grow by a few pages only: a full disk, on purpose.
-    let pages = page_count(&server).await;
-    server
-        .store
-        .set_max_page_count(pages + 8)
-        .await
-        .expect("cap the database");
+    let reason = fill_the_database(&server).await;
     let started = server.start_run("scenario:big", "fill it").await;
     let run_id = started["run_id"].as_str().expect("run").to_owned();
 
@@ -49,23 +74,20 @@ async fn a_trace_that_cannot_be_stored_is_retried_and_health_says_why() {
     assert!(
         degraded["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("full")),
+            .is_some_and(|r| r.contains(reason)),
         "{degraded}"
     );
     // Nothing was published as ended: the terminal event waits for the write.
-    let trace = sqlx::query_scalar::<_, String>("SELECT status FROM agent_traces WHERE run_id = ?")
-        .bind(&run_id)
-        .fetch_one(server.store.pool())
-        .await
-        .expect("trace row");
-    assert_eq!(trace, "running");
+    let (status, trace) = server
+        .get_json(&format!(
+            "/api/traces/{}",
+            started["trace_id"].as_str().expect("trace")
+        ))
+        .await;
+    assert_eq!((status, trace["status"].as_str()), (200, Some("running")));
 
     // Room again: the retry stores the trace, the stream ends with exactly one terminal event.
-    server
-        .store
-        .set_max_page_count(1 << 30)
-        .await
-        .expect("lift the cap");
+    free_the_database(&server).await;
     let events = tokio::time::timeout(
         Duration::from_secs(20),
         server.subscribe(&run_id, None).await.collect(),
@@ -89,13 +111,20 @@ async fn a_trace_that_cannot_be_stored_is_retried_and_health_says_why() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_read_pool_cannot_write_only_the_writer_can() {
     let server = TestServer::start().await;
-    let refused = sqlx::query("CREATE TABLE sneaky (x)")
-        .execute(server.store.pool())
-        .await;
+    let refused = match server.store.sqlite() {
+        Some(sqlite) => sqlx::query("CREATE TABLE sneaky (x INTEGER)")
+            .execute(sqlite.pool())
+            .await
+            .map(drop),
+        None => sqlx::query("CREATE TABLE sneaky (x INTEGER)")
+            .execute(server.store.postgres().expect("a store").pool())
+            .await
+            .map(drop),
+    };
     assert!(refused.is_err(), "a read connection wrote");
     server
         .store
-        .execute_as_writer("CREATE TABLE allowed (x)".into())
+        .execute_as_writer("CREATE TABLE allowed (x INTEGER)".into())
         .await
         .expect("the writer writes");
     server.stop().await;

@@ -9,7 +9,10 @@ use super::AppState;
 
 pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
     let database = state.store.ping().await;
-    let write_failure = state.store.write_failure();
+    let write_failure = state
+        .store
+        .write_failure()
+        .or_else(|| state.engine.store_failure());
     let ok = database && write_failure.is_none();
     let status = if ok {
         StatusCode::OK

@@ -68,6 +68,10 @@ pub struct Engine {
     slots: Arc<Semaphore>,
     /// Each signed-in user's runs going and recent starts.
     user_runs: Arc<UserRuns>,
+    /// Runs whose finished trace could not be stored yet, with the database's reason: while any
+    /// wait, `/healthz` is degraded (a job can fail while the writer's transactions commit, as
+    /// PostgreSQL's do around a refused row).
+    unstored: Mutex<HashMap<String, String>>,
 }
 
 /// What a run holds while it goes: a server slot, and its user's (none for the local user).
@@ -107,6 +111,7 @@ impl Engine {
             budget,
             slots: Arc::new(Semaphore::new(limits.max_running)),
             user_runs: UserRuns::new(limits.per_user),
+            unstored: Mutex::new(HashMap::new()),
         })
     }
 
@@ -255,6 +260,24 @@ impl Engine {
     }
 
     /// Runs going now, and bytes of event logs held in memory.
+    /// Why finished runs are waiting to be stored, while any are.
+    pub fn store_failure(&self) -> Option<String> {
+        let unstored = self.unstored.lock().unwrap_or_else(|p| p.into_inner());
+        let reason = unstored.values().next()?;
+        Some(format!(
+            "{} finished run(s) wait to be stored: {reason}",
+            unstored.len()
+        ))
+    }
+
+    fn set_unstored(&self, run_id: &str, error: Option<String>) {
+        let mut unstored = self.unstored.lock().unwrap_or_else(|p| p.into_inner());
+        match error {
+            Some(error) => unstored.insert(run_id.to_owned(), error),
+            None => unstored.remove(run_id),
+        };
+    }
+
     pub fn load(&self) -> (usize, usize) {
         let running = self.limits.max_running - self.slots.available_permits();
         (running, self.budget.used())
@@ -342,9 +365,11 @@ impl Engine {
             .await
         {
             tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
+            self.set_unstored(&run.run_id, Some(error.to_string()));
             tokio::time::sleep(delay).await;
             delay = (delay * 2).min(FINISH_RETRY_MAX);
         }
+        self.set_unstored(&run.run_id, None);
         run.publish_end();
         tracing::info!(
             run_id = %run.run_id,

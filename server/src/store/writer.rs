@@ -5,9 +5,13 @@
 //! writes, so no write ever waits on SQLite's lock, and no other work (async workers, the blocking
 //! pool) can starve it.
 //!
+//! The same writer serves both stores ([`Dialect`]): SQLite (`BEGIN IMMEDIATE` on the file) and
+//! PostgreSQL (`BEGIN` on one connection of the instance), where batching matters even more, as
+//! every commit is a round trip. A connection that breaks (PostgreSQL restarted, the network
+//! dropped) is opened again before the next transaction.
+//!
 //! Written here rather than taken from a library: sqlx has no group-commit queue, and the shape
-//! (jobs are closures over a connection, answered after the commit) is what a PostgreSQL store
-//! batches the same way.
+//! (jobs are closures over a connection, answered after the commit) is small.
 
 use std::{
     collections::VecDeque,
@@ -16,7 +20,7 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use sqlx::{sqlite::SqliteConnectOptions, ConnectOptions, Connection, Executor, SqliteConnection};
+use sqlx::{Connection, Executor, PgConnection, SqliteConnection};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
@@ -24,29 +28,88 @@ use crate::error::{Error, Result};
 /// At most this many jobs share one transaction, so one commit stays short.
 const MAX_JOBS_PER_TRANSACTION: usize = 1_000;
 
+/// What the writer needs of a database: its connection type, how a write transaction begins, and
+/// how to run one statement.
+pub trait Dialect: Send + Sync + 'static {
+    type Connection: Send + 'static;
+    /// Takes the write lock at once (SQLite) or just begins (PostgreSQL: rows lock as written).
+    const BEGIN: &'static str;
+    fn execute<'c>(
+        connection: &'c mut Self::Connection,
+        sql: &'static str,
+    ) -> BoxFuture<'c, Result<(), sqlx::Error>>;
+    fn close(connection: Self::Connection) -> BoxFuture<'static, ()>;
+}
+
+pub struct Sqlite;
+pub struct Postgres;
+
+impl Dialect for Sqlite {
+    type Connection = SqliteConnection;
+    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    fn execute<'c>(
+        connection: &'c mut SqliteConnection,
+        sql: &'static str,
+    ) -> BoxFuture<'c, Result<(), sqlx::Error>> {
+        Box::pin(async move { connection.execute(sql).await.map(drop) })
+    }
+    fn close(connection: SqliteConnection) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = connection.close().await;
+        })
+    }
+}
+
+impl Dialect for Postgres {
+    type Connection = PgConnection;
+    const BEGIN: &'static str = "BEGIN";
+    fn execute<'c>(
+        connection: &'c mut PgConnection,
+        sql: &'static str,
+    ) -> BoxFuture<'c, Result<(), sqlx::Error>> {
+        Box::pin(async move { connection.execute(sql).await.map(drop) })
+    }
+    fn close(connection: PgConnection) -> BoxFuture<'static, ()> {
+        Box::pin(async move {
+            let _ = connection.close().await;
+        })
+    }
+}
+
+/// Opens the writer's connection; called again when it breaks.
+pub type Connect<D> = Arc<
+    dyn Fn() -> BoxFuture<'static, Result<<D as Dialect>::Connection, sqlx::Error>> + Send + Sync,
+>;
+
 /// What a job hands back after it ran: told whether the transaction committed, it answers its
 /// caller.
 type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
 /// A job's work on the connection, inside the writer's transaction: its answer, and its error
 /// when the work failed.
-type Job = Box<
-    dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, (Answer, Option<String>)> + Send,
->;
+type Job<C> = Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, (Answer, Option<String>)> + Send>;
 
-enum Message {
-    Job(Job),
+enum Message<C> {
+    Job(Job<C>),
     Close(oneshot::Sender<()>),
 }
 
 /// A handle to the writer thread; cheap to clone.
-#[derive(Clone)]
-pub struct Writer {
-    queue: mpsc::UnboundedSender<Message>,
+pub struct Writer<D: Dialect> {
+    queue: mpsc::UnboundedSender<Message<D::Connection>>,
     /// Why the last transaction failed, while writes fail; `None` once one commits again.
     failure: Arc<Mutex<Option<String>>>,
 }
 
-impl std::fmt::Debug for Writer {
+impl<D: Dialect> Clone for Writer<D> {
+    fn clone(&self) -> Self {
+        Writer {
+            queue: self.queue.clone(),
+            failure: self.failure.clone(),
+        }
+    }
+}
+
+impl<D: Dialect> std::fmt::Debug for Writer<D> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Writer")
             .field("failure", &self.failure())
@@ -54,9 +117,9 @@ impl std::fmt::Debug for Writer {
     }
 }
 
-impl Writer {
+impl<D: Dialect> Writer<D> {
     /// Opens the write connection on its own thread.
-    pub async fn start(options: SqliteConnectOptions) -> Result<Writer, sqlx::Error> {
+    pub async fn start(connect: Connect<D>) -> Result<Writer<D>, sqlx::Error> {
         let (queue, jobs) = mpsc::unbounded_channel();
         let (ready_tx, ready) = oneshot::channel();
         let failure = Arc::new(Mutex::new(None));
@@ -75,7 +138,7 @@ impl Writer {
                     }
                 };
                 runtime.block_on(async move {
-                    let connection = match options.connect().await {
+                    let connection = match connect().await {
                         Ok(connection) => connection,
                         Err(error) => {
                             let _ = ready_tx.send(Err(error));
@@ -83,7 +146,7 @@ impl Writer {
                         }
                     };
                     let _ = ready_tx.send(Ok(()));
-                    run(connection, jobs, thread_failure).await;
+                    run::<D>(connection, connect, jobs, thread_failure).await;
                 });
             })
             .map_err(sqlx::Error::Io)?;
@@ -96,12 +159,12 @@ impl Writer {
     pub async fn write<T, F>(&self, work: F) -> Result<T>
     where
         T: Send + 'static,
-        F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
     {
         let (answer_tx, answer) = oneshot::channel::<Result<T>>();
-        let job: Job = Box::new(move |connection| {
+        let job: Job<D::Connection> = Box::new(move |connection| {
             Box::pin(async move {
-                let result = in_savepoint(connection, work).await;
+                let result = in_savepoint::<D, T, F>(connection, work).await;
                 let failed = result.as_ref().err().map(ToString::to_string);
                 let answer: Answer = Box::new(move |commit_error| {
                     let result = match (result, commit_error) {
@@ -141,32 +204,33 @@ impl Writer {
     }
 }
 
-async fn in_savepoint<T, F>(connection: &mut SqliteConnection, work: F) -> Result<T>
+async fn in_savepoint<D: Dialect, T, F>(connection: &mut D::Connection, work: F) -> Result<T>
 where
-    F: for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T>>,
+    F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>>,
 {
-    connection.execute("SAVEPOINT job").await?;
+    D::execute(connection, "SAVEPOINT job").await?;
     match work(&mut *connection).await {
         Ok(value) => {
-            connection.execute("RELEASE job").await?;
+            D::execute(connection, "RELEASE job").await?;
             Ok(value)
         }
         Err(error) => {
             // When SQLite has rolled the whole transaction back itself (a full disk, an I/O
             // error), these fail too, and so does the commit: every job of the batch hears it.
-            let _ = connection.execute("ROLLBACK TO job").await;
-            let _ = connection.execute("RELEASE job").await;
+            let _ = D::execute(connection, "ROLLBACK TO job").await;
+            let _ = D::execute(connection, "RELEASE job").await;
             Err(error)
         }
     }
 }
 
-async fn run(
-    mut connection: SqliteConnection,
-    mut queue: mpsc::UnboundedReceiver<Message>,
+async fn run<D: Dialect>(
+    mut connection: D::Connection,
+    connect: Connect<D>,
+    mut queue: mpsc::UnboundedReceiver<Message<D::Connection>>,
     failure: Arc<Mutex<Option<String>>>,
 ) {
-    let mut batch: VecDeque<Job> = VecDeque::new();
+    let mut batch: VecDeque<Job<D::Connection>> = VecDeque::new();
     let mut closing = None;
     loop {
         if batch.is_empty() {
@@ -190,7 +254,7 @@ async fn run(
         if batch.is_empty() {
             continue;
         }
-        let result = commit_batch(&mut connection, &mut batch).await;
+        let result = commit_batch::<D>(&mut connection, &mut batch).await;
         let began = result.as_ref().err().is_none_or(|failed| failed.began);
         let error = result.err().map(|failed| failed.error);
         if let Some(error) = &error {
@@ -203,9 +267,13 @@ async fn run(
             // Dropped jobs answer their callers with the failure just recorded.
             batch.clear();
             tokio::time::sleep(Duration::from_millis(50)).await;
+            // The connection may be what failed (PostgreSQL restarted): open a new one.
+            if let Ok(fresh) = connect().await {
+                D::close(std::mem::replace(&mut connection, fresh)).await;
+            }
         }
     }
-    let _ = connection.close().await;
+    D::close(connection).await;
     if let Some(done) = closing {
         let _ = done.send(());
     }
@@ -215,11 +283,11 @@ async fn run(
 /// A job that fails ends the transaction early (its savepoint is rolled back, the others commit):
 /// after some errors SQLite has rolled the whole transaction back, and a job run after that would
 /// commit on its own. The jobs not run yet stay queued for the next transaction.
-async fn commit_batch(
-    connection: &mut SqliteConnection,
-    batch: &mut VecDeque<Job>,
+async fn commit_batch<D: Dialect>(
+    connection: &mut D::Connection,
+    batch: &mut VecDeque<Job<D::Connection>>,
 ) -> std::result::Result<(), Failed> {
-    if let Err(error) = connection.execute("BEGIN IMMEDIATE").await {
+    if let Err(error) = D::execute(connection, D::BEGIN).await {
         return Err(Failed {
             error: error.to_string(),
             began: false,
@@ -235,10 +303,10 @@ async fn commit_batch(
             break;
         }
     }
-    let error = match connection.execute("COMMIT").await {
+    let error = match D::execute(connection, "COMMIT").await {
         Ok(_) => None,
         Err(error) => {
-            let _ = connection.execute("ROLLBACK").await;
+            let _ = D::execute(connection, "ROLLBACK").await;
             // A commit that fails after a job failed fails for that job's reason (SQLite rolled
             // the transaction back when the disk filled up): say that, not "no transaction".
             Some(job_error.unwrap_or_else(|| error.to_string()))

@@ -1,5 +1,9 @@
-//! A real server on a real socket, and a real SSE client, for integration tests.
+//! A real server on a real socket, and a real SSE client, for integration tests. Every test runs
+//! against SQLite, or against a real PostgreSQL with `GLASSBOX_TEST_STORE=postgres` (see
+//! [`postgres`]); `scripts/test.sh` runs the suite both ways.
 #![allow(dead_code)]
+
+pub mod postgres;
 
 use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
@@ -43,7 +47,35 @@ pub fn config_for(dir: &TempDir) -> Config {
     config.scenarios_dir = Some(dir.path().join("scenarios"));
     config.enable_test_tools = true;
     config.tool_timeout_secs = 30;
+    config.database_url = database_url(dir);
     config
+}
+
+/// The database of the test directory `dir`: `None` for the default SQLite file in `data/`.
+pub fn database_url(dir: &TempDir) -> Option<String> {
+    postgres::enabled().then(|| postgres::database_url(dir.path()))
+}
+
+/// The binary's options for the test directory's database (none for the default SQLite file).
+pub fn store_args(dir: &TempDir) -> Vec<String> {
+    database_url(dir)
+        .map(|url| vec!["--database-url".to_owned(), url])
+        .unwrap_or_default()
+}
+
+/// Says why a test does not run against this store, for tests of SQLite's own behaviour.
+pub fn sqlite_only(why: &str) -> bool {
+    if postgres::enabled() {
+        eprintln!("skipped on PostgreSQL: {why}");
+        return true;
+    }
+    false
+}
+
+/// A second handle on the test directory's database (the server's own is closed or elsewhere).
+pub async fn open_store(dir: &TempDir) -> Store {
+    let url = database_url(dir).unwrap_or_else(|| format!("sqlite://{}", db_path(dir).display()));
+    Store::connect(&url).await.expect("open the test database")
 }
 
 impl TestServer {
@@ -384,6 +416,7 @@ pub async fn launch_with(
         .arg("--scenarios-dir")
         .arg(dir.path().join("scenarios"))
         .arg("--enable-test-tools")
+        .args(store_args(dir))
         .stdout(log)
         .stderr(Stdio::null())
         .kill_on_drop(true)

@@ -110,7 +110,10 @@ pub async fn run(events_per_trace: usize, traces: usize) -> Result<(), String> {
 
 /// Bytes of database pages in use (not free), as a reader sees the database (WAL included).
 async fn used_bytes(store: &Store) -> Result<u64, String> {
-    let pool = store.pool();
+    let pool = store
+        .sqlite()
+        .ok_or("the storage benchmark measures SQLite's file")?
+        .pool();
     let error = |error: sqlx::Error| error.to_string();
     let mut values = [0i64; 3];
     for (value, pragma) in values.iter_mut().zip([

@@ -1,44 +1,34 @@
 //! The SQLite backend: one file, WAL journal, foreign keys on. Reads go through a read-only pool
 //! and never wait for writes (WAL); every write is a job of the one [`Writer`].
 
+mod accounts;
+mod shares;
+
 use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::models::{ActiveRun, Conversation, ConversationSummary};
-use app::protocol::{fold, Event, Message, MessageStatus};
+use app::protocol::{Event, Message};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    Row, SqliteConnection, SqlitePool,
+    ConnectOptions, Row, SqliteConnection, SqlitePool,
 };
 
 use super::{
-    join_json_array, trace_status, writer::Writer, CheckpointChunk, FinishedTrace, ModelTurn,
-    NewRun, StartedRun, Trace,
+    decode_chunk, decode_message, encode_message, is_unique_violation, one_run_at_a_time, sql_int,
+    title_for, trace_status,
+    writer::{self, Writer},
+    CheckpointChunk, LeftoverRun, NewRun, OwnedFinish, StartedRun, Trace,
 };
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug)]
-pub struct Store {
+pub struct SqliteStore {
     /// Reads only: in WAL mode they never wait for the writer.
     pub(super) pool: SqlitePool,
-    pub(super) writer: Writer,
+    pub(super) writer: Writer<writer::Sqlite>,
 }
 
-/// A finished trace as the writer's job owns it.
-struct OwnedFinish {
-    trace_id: String,
-    message: Message,
-    completed_at: String,
-    duration_ms: u64,
-    cancelled_by: Option<&'static str>,
-    reason: Option<String>,
-    error_code: Option<String>,
-    events_json: String,
-    model_turns: Vec<ModelTurn>,
-}
-
-const TITLE_CHARS: usize = 60;
-
-impl Store {
+impl SqliteStore {
     /// Opens (creating when missing) the database and brings its schema up to date.
     pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
         let options = SqliteConnectOptions::from_str(url)?
@@ -55,13 +45,18 @@ impl Store {
             sqlx::migrate!("../migrations").run(&migrations).await?;
             migrations.close().await;
         }
-        let writer = Writer::start(options.clone()).await?;
+        let write_options = options.clone();
+        let writer = Writer::start(Arc::new(move || {
+            let options = write_options.clone();
+            Box::pin(async move { options.connect().await })
+        }))
+        .await?;
         // Opened read-only: no path but the writer can write.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
             .connect_with(options.read_only(true))
             .await?;
-        Ok(Store { pool, writer })
+        Ok(SqliteStore { pool, writer })
     }
 
     /// Whether the database answers reads.
@@ -80,28 +75,23 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// Caps the database's size in pages, as a full disk would: for tests of failing writes.
-    pub async fn set_max_page_count(&self, pages: u64) -> Result<()> {
-        self.execute_as_writer(format!("PRAGMA max_page_count = {pages}"))
-            .await
-            .map(drop)
-    }
-
     /// Stores the user's message, creates the conversation when absent, and opens the run's trace
     /// and its assistant message (status `streaming`), all in one write. A conversation with a
     /// run still going refuses another (409): the check and the insert are one transaction.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
         self.writer
-            .write(move |connection| Box::pin(begin_run_in(connection, new)))
+            .write(move |connection| {
+                Box::pin(async move {
+                    begin_run_in(connection, new).await.map_err(|error| {
+                        if is_unique_violation(&error) {
+                            one_run_at_a_time()
+                        } else {
+                            error
+                        }
+                    })
+                })
+            })
             .await
-    }
-
-    /// Appends checkpointed events (JSON, with their seq) to a running trace.
-    pub async fn append_events(&self, trace_id: &str, events: &[(u64, Arc<str>)]) -> Result<()> {
-        match CheckpointChunk::new(trace_id, events) {
-            Some(chunk) => self.append_chunks(vec![chunk]).await,
-            None => Ok(()),
-        }
     }
 
     /// Appends checkpoint chunks of many running traces in one write, one row each. A retried
@@ -117,18 +107,7 @@ impl Store {
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
-    pub async fn finish_run(&self, finished: FinishedTrace<'_>) -> Result<()> {
-        let owned = OwnedFinish {
-            trace_id: finished.trace_id.to_owned(),
-            message: finished.message.clone(),
-            completed_at: finished.completed_at.to_owned(),
-            duration_ms: finished.duration_ms,
-            cancelled_by: finished.cancelled_by.map(|by| by.as_str()),
-            reason: finished.reason.map(str::to_owned),
-            error_code: finished.error_code.map(str::to_owned),
-            events_json: join_json_array(finished.events),
-            model_turns: finished.model_turns.to_vec(),
-        };
+    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
         self.writer
             .write(move |connection| Box::pin(finish_run_in(connection, owned)))
             .await
@@ -162,83 +141,37 @@ impl Store {
             .collect()
     }
 
-    /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
-    /// checkpointed events, and shows that on their messages. A trace that cannot be read whole
-    /// keeps what could be read; one that cannot be recovered at all is logged and skipped, so a
-    /// damaged row never stops the server from starting. Returns how many there were.
-    pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
+    /// The traces still marked `running`.
+    pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
         let rows = sqlx::query(
             "SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
         )
         .fetch_all(&self.pool)
         .await?;
-        for row in &rows {
-            let trace_id: String = row.try_get("trace_id")?;
-            if let Err(error) = self.interrupt_one(row, now).await {
-                tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
-            }
-        }
-        Ok(rows.len())
+        rows.iter()
+            .map(|row| {
+                Ok(LeftoverRun {
+                    trace_id: row.try_get("trace_id")?,
+                    message_id: row.try_get("message_id")?,
+                    started_at: row.try_get("started_at")?,
+                })
+            })
+            .collect()
     }
 
-    async fn interrupt_one(&self, row: &sqlx::sqlite::SqliteRow, now: &str) -> Result<()> {
-        let trace_id: String = row.try_get("trace_id")?;
-        let message_id: String = row.try_get("message_id")?;
-        let started_at: String = row.try_get("started_at")?;
-        let events = self.checkpointed_events(&trace_id).await?;
-        let mut message = match fold(&events) {
-            Some(message) => message,
-            None => self.stored_message(&message_id).await?,
-        };
-        message.status = MessageStatus::Interrupted;
-        message.ended_reason = Some("The server stopped while this run was going.".to_owned());
-        let json: Vec<Arc<str>> = events
-            .iter()
-            .map(|event| serde_json::to_string(event).map(Arc::from))
-            .collect::<Result<_, _>>()
-            .map_err(|error| Error::Internal(error.to_string()))?;
-        let duration = match (
-            app::protocol::parse_rfc3339_millis(&started_at),
-            events.last(),
-        ) {
-            (Some(start), Some(last)) => {
-                app::protocol::parse_rfc3339_millis(&last.ts).map(|end| (end - start).max(0) as u64)
-            }
-            _ => None,
-        };
-        self.finish_run(FinishedTrace {
-            trace_id: &trace_id,
-            message: &message,
-            completed_at: now,
-            duration_ms: duration.unwrap_or(0),
-            cancelled_by: None,
-            reason: message.ended_reason.as_deref(),
-            error_code: None,
-            events: &json,
-            model_turns: &[],
-        })
-        .await
-    }
-
-    /// The stored message; an empty assistant message when it is missing or cannot be read.
-    async fn stored_message(&self, message_id: &str) -> Result<Message> {
+    /// A stored message's body (JSON) and creation time.
+    pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
         let stored = sqlx::query("SELECT body, created_at FROM messages WHERE id = ?")
             .bind(message_id)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(Error::NotFound("message"))?;
-        let created_at: String = stored.try_get("created_at")?;
-        Ok(
-            decode_message(stored.try_get("body")?).unwrap_or_else(|error| {
-                tracing::warn!(%message_id, %error, "a stored message could not be read");
-                Message::assistant(message_id.to_owned(), String::new(), created_at)
-            }),
-        )
+        Ok((stored.try_get("body")?, stored.try_get("created_at")?))
     }
 
     /// The checkpointed events of a running trace, in order. A damaged chunk ends the list: the
     /// events before it are kept, the rest (which would leave a gap) are dropped and logged.
-    async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
+    pub async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
         let rows = sqlx::query(
             "SELECT first_seq, events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
         )
@@ -248,13 +181,9 @@ impl Store {
         let mut events = Vec::new();
         for row in &rows {
             let json: String = row.try_get("events")?;
-            match serde_json::from_str::<Vec<Event>>(&json) {
-                Ok(chunk) => events.extend(chunk),
-                Err(error) => {
-                    let first_seq: i64 = row.try_get("first_seq")?;
-                    tracing::error!(%trace_id, first_seq, %error, "a damaged checkpoint: the events from here on are lost");
-                    break;
-                }
+            match decode_chunk(trace_id, row.try_get("first_seq")?, &json) {
+                Some(chunk) => events.extend(chunk),
+                None => break,
             }
         }
         Ok(events)
@@ -403,6 +332,13 @@ impl Store {
         &self.pool
     }
 
+    /// Caps the database's size in pages, as a full disk would: for tests of failing writes.
+    pub async fn set_max_page_count(&self, pages: u64) -> Result<()> {
+        self.execute_as_writer(format!("PRAGMA max_page_count = {pages}"))
+            .await
+            .map(drop)
+    }
+
     /// Runs one SQL statement through the writer: for tests that change rows on purpose and
     /// for maintenance (`PRAGMA wal_checkpoint`).
     pub async fn execute_as_writer(&self, sql: String) -> Result<u64> {
@@ -449,14 +385,6 @@ async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<
     Ok(())
 }
 
-fn encode_message(message: &Message) -> Result<String> {
-    serde_json::to_string(message).map_err(|error| Error::Internal(error.to_string()))
-}
-
-fn decode_message(json: String) -> Result<Message> {
-    serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored message: {error}")))
-}
-
 fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ConversationSummary> {
     Ok(ConversationSummary {
         id: row.try_get("id")?,
@@ -465,16 +393,6 @@ fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ConversationSummary
         created_at: row.try_get("created_at")?,
         updated_at: row.try_get("updated_at")?,
     })
-}
-
-/// The conversation's title: the start of its first message, on one line.
-fn title_for(content: &str) -> String {
-    let line = content.split_whitespace().collect::<Vec<_>>().join(" ");
-    match crate::sanitize::shorten(&line, TITLE_CHARS) {
-        Some(cut) => format!("{}…", cut.trim_end()),
-        None if line.is_empty() => "New conversation".to_owned(),
-        None => line,
-    }
 }
 
 async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedRun> {
@@ -493,9 +411,7 @@ async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedR
             .fetch_optional(&mut *tx)
             .await?;
             if busy.is_some() {
-                return Err(Error::Conflict(
-                    "a run is already going in this conversation; stop it first".into(),
-                ));
+                return Err(one_run_at_a_time());
             }
             let stored: String = row.try_get("model")?;
             let model = new.model.clone().unwrap_or(stored);
@@ -595,11 +511,6 @@ async fn append_chunks_in(tx: &mut SqliteConnection, chunks: Vec<CheckpointChunk
         builder.build().execute(&mut *tx).await?;
     }
     Ok(())
-}
-
-/// SQLite stores signed 64-bit integers: larger counts are kept at the maximum, not wrapped.
-fn sql_int(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 async fn finish_run_in(tx: &mut SqliteConnection, finished: OwnedFinish) -> Result<()> {

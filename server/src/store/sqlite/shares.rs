@@ -1,26 +1,13 @@
 //! Share links: read-only access to one trace for whoever holds the token (see `auth::Reader`).
 //! Reads go through the read pool; writes are jobs of the one writer.
 
-use serde::Serialize;
 use sqlx::Row;
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::{too_many_shares, TraceShare, MAX_SHARES_PER_TRACE};
 
-/// The most links one trace may have at once; one more is answered 429.
-pub const MAX_SHARES_PER_TRACE: usize = 20;
-
-/// One link as stored and as `GET /api/traces/{id}/shares` lists it.
-#[derive(Clone, Debug, Serialize)]
-pub struct TraceShare {
-    pub token: String,
-    pub trace_id: String,
-    #[serde(skip)]
-    pub owner_id: String,
-    pub created_at: String,
-}
-
-impl Store {
+impl SqliteStore {
     /// Adds a link to a trace of `share.owner_id`: `NotFound` for anyone else's trace, 429 past
     /// [`MAX_SHARES_PER_TRACE`].
     pub async fn add_share(&self, share: TraceShare) -> Result<()> {
@@ -39,13 +26,7 @@ impl Store {
                     .ok_or(Error::NotFound("trace"))?;
                     let links: i64 = row.try_get("links")?;
                     if links >= MAX_SHARES_PER_TRACE as i64 {
-                        return Err(Error::Throttled {
-                            code: "too_many_shares",
-                            message: format!(
-                                "a trace can have {MAX_SHARES_PER_TRACE} links at once; revoke one first"
-                            ),
-                            retry_after_secs: 0,
-                        });
+                        return Err(too_many_shares());
                     }
                     sqlx::query(
                         "INSERT INTO trace_shares (token, trace_id, owner_id, created_at) VALUES (?, ?, ?, ?)",

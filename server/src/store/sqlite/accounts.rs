@@ -3,18 +3,11 @@
 
 use sqlx::Row;
 
-use super::Store;
+use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::StoredUser;
 
-/// A user as stored: id (the owner id of everything they create), name, password hash.
-#[derive(Clone, Debug)]
-pub struct StoredUser {
-    pub user_id: String,
-    pub name: String,
-    pub password_hash: String,
-}
-
-impl Store {
+impl SqliteStore {
     /// Adds a user; a name already taken is a conflict.
     pub async fn add_user(&self, user: StoredUser, now: String) -> Result<()> {
         self.writer

@@ -1,0 +1,611 @@
+//! The PostgreSQL backend (`--database-url postgres://…`): the store and, for several instances,
+//! the bus. Reads go through a pool whose transactions are read-only; every write is a job of the
+//! instance's one [`Writer`], which commits what is queued in one transaction, as with SQLite.
+//! Events, message bodies and model turns are JSONB; times are TIMESTAMPTZ, read back as the
+//! API's RFC 3339 text by the schema's `rfc3339_millis()`.
+
+mod accounts;
+
+use std::{borrow::Cow, str::FromStr, sync::Arc};
+
+use app::models::{ActiveRun, Conversation, ConversationSummary};
+use app::protocol::{Event, Message};
+use sqlx::{
+    postgres::{PgConnectOptions, PgPoolOptions, PgRow},
+    ConnectOptions, PgConnection, PgPool, Row,
+};
+
+use super::{
+    decode_chunk, decode_message, encode_message, is_unique_violation, one_run_at_a_time, sql_int,
+    title_for, trace_status,
+    writer::{self, Writer},
+    CheckpointChunk, LeftoverRun, ModelTurn, NewRun, OwnedFinish, StartedRun, Trace,
+};
+use crate::error::{Error, Result};
+
+#[derive(Clone, Debug)]
+pub struct PgStore {
+    /// Reads only: its sessions default to read-only transactions.
+    pub(super) pool: PgPool,
+    pub(super) writer: Writer<writer::Postgres>,
+}
+
+/// The columns of a trace row, times as RFC 3339 text and events as JSON text.
+const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
+    t.user_message_id, t.model, t.events::text AS events, rfc3339_millis(t.started_at) AS started_at,
+    rfc3339_millis(t.completed_at) AS completed_at, t.status, t.total_tool_calls, t.input_tokens,
+    t.output_tokens, t.reasoning_tokens, t.total_tokens_used, t.total_duration_ms, t.cancelled_by,
+    t.cancellation_reason, t.error_code";
+
+impl PgStore {
+    /// Connects and brings the schema up to date (`migrations/postgres/`).
+    pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
+        let options = PgConnectOptions::from_str(url)?;
+        {
+            let mut migrations = options.connect().await?;
+            sqlx::migrate!("../migrations/postgres")
+                .run(&mut migrations)
+                .await?;
+        }
+        let write_options = options.clone();
+        let writer = Writer::start(Arc::new(move || {
+            let options = write_options.clone();
+            Box::pin(async move { options.connect().await })
+        }))
+        .await?;
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(options.options([("default_transaction_read_only", "on")]))
+            .await?;
+        Ok(PgStore { pool, writer })
+    }
+
+    pub async fn ping(&self) -> bool {
+        sqlx::query("SELECT 1").execute(&self.pool).await.is_ok()
+    }
+
+    pub fn write_failure(&self) -> Option<String> {
+        self.writer.failure()
+    }
+
+    pub async fn close(&self) {
+        self.writer.close().await;
+        self.pool.close().await;
+    }
+
+    pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    begin_run_in(connection, new).await.map_err(|error| {
+                        if is_unique_violation(&error) {
+                            one_run_at_a_time()
+                        } else {
+                            error
+                        }
+                    })
+                })
+            })
+            .await
+    }
+
+    pub async fn append_chunks(&self, chunks: Vec<CheckpointChunk>) -> Result<()> {
+        self.writer
+            .write(move |connection| Box::pin(append_chunks_in(connection, chunks)))
+            .await
+    }
+
+    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
+        self.writer
+            .write(move |connection| Box::pin(finish_run_in(connection, owned)))
+            .await
+    }
+
+    pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<ModelTurn>> {
+        let rows = sqlx::query(
+            "SELECT model, after_seq, request::text AS request, response::text AS response,
+                    rfc3339_millis(started_at) AS started_at, rfc3339_millis(completed_at) AS completed_at
+             FROM model_turns WHERE trace_id = $1 ORDER BY turn_index",
+        )
+        .bind(trace_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let parse = |column: &str| -> Result<serde_json::Value> {
+                    let text: String = row.try_get(column)?;
+                    serde_json::from_str(&text)
+                        .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
+                };
+                let after_seq: i64 = row.try_get("after_seq")?;
+                Ok(ModelTurn {
+                    model: row.try_get("model")?,
+                    after_seq: after_seq.max(0) as u64,
+                    request: parse("request")?,
+                    response: parse("response")?,
+                    started_at: row.try_get("started_at")?,
+                    completed_at: row.try_get("completed_at")?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
+        let rows = sqlx::query(
+            "SELECT trace_id, message_id, rfc3339_millis(started_at) AS started_at
+             FROM agent_traces WHERE status = 'running'",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                Ok(LeftoverRun {
+                    trace_id: row.try_get("trace_id")?,
+                    message_id: row.try_get("message_id")?,
+                    started_at: row.try_get("started_at")?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
+        let stored = sqlx::query(
+            "SELECT body::text AS body, rfc3339_millis(created_at) AS created_at FROM messages WHERE id = $1",
+        )
+        .bind(message_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::NotFound("message"))?;
+        Ok((stored.try_get("body")?, stored.try_get("created_at")?))
+    }
+
+    /// The checkpointed events of a running trace, in order; a damaged chunk ends the list.
+    pub async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
+        let rows = sqlx::query(
+            "SELECT first_seq, events::text AS events FROM trace_event_chunks
+             WHERE trace_id = $1 ORDER BY first_seq",
+        )
+        .bind(trace_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut events = Vec::new();
+        for row in &rows {
+            let json: String = row.try_get("events")?;
+            match decode_chunk(trace_id, row.try_get("first_seq")?, &json) {
+                Some(chunk) => events.extend(chunk),
+                None => break,
+            }
+        }
+        Ok(events)
+    }
+
+    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+        let rows = sqlx::query(
+            "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
+                    rfc3339_millis(updated_at) AS updated_at
+             FROM conversations WHERE owner_id = $1
+             ORDER BY updated_at DESC, created_at DESC LIMIT 500",
+        )
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(summary_from_row).collect()
+    }
+
+    pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
+        // One snapshot for the messages and the active run (see the SQLite store).
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+        let Some(row) = sqlx::query(
+            "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
+                    rfc3339_millis(updated_at) AS updated_at
+             FROM conversations WHERE id = $1 AND owner_id = $2",
+        )
+        .bind(id)
+        .bind(owner_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let summary = summary_from_row(&row)?;
+        let rows = sqlx::query(
+            "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let messages = rows
+            .iter()
+            .map(|row| decode_message(row.try_get("body")?))
+            .collect::<Result<_>>()?;
+        let active_run = sqlx::query(
+            "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = $1 AND status = 'running'
+             ORDER BY started_at DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(|row| -> Result<ActiveRun> {
+            Ok(ActiveRun {
+                run_id: row.try_get("run_id")?,
+                message_id: row.try_get("message_id")?,
+            })
+        })
+        .transpose()?;
+        tx.commit().await?;
+        Ok(Some(Conversation {
+            summary,
+            messages,
+            active_run,
+            earlier: 0,
+        }))
+    }
+
+    pub async fn get_trace(&self, owner_id: &str, trace_id: &str) -> Result<Option<Trace>> {
+        self.trace_where("t.trace_id = $1", owner_id, trace_id)
+            .await
+    }
+
+    pub async fn traces_for_conversation(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+    ) -> Result<Vec<Trace>> {
+        let rows = sqlx::query(
+            "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.conversation_id = $1 AND c.owner_id = $2 ORDER BY t.started_at, t.created_at",
+        )
+        .bind(conversation_id)
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut traces = Vec::with_capacity(rows.len());
+        for row in rows {
+            let trace_id: String = row.try_get("trace_id")?;
+            if let Some(trace) = self.get_trace(owner_id, &trace_id).await? {
+                traces.push(trace);
+            }
+        }
+        Ok(traces)
+    }
+
+    pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
+        self.trace_where("t.run_id = $1", owner_id, run_id).await
+    }
+
+    async fn trace_where(
+        &self,
+        condition: &str,
+        owner_id: &str,
+        key: &str,
+    ) -> Result<Option<Trace>> {
+        let sql = format!(
+            "SELECT {TRACE_COLUMNS} FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE {condition} AND c.owner_id = $2"
+        );
+        let Some(row) = sqlx::query(&sql)
+            .bind(key)
+            .bind(owner_id)
+            .fetch_optional(&self.pool)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let trace_id: String = row.try_get("trace_id")?;
+        let events: Option<String> = row.try_get("events")?;
+        let events = match events {
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
+            None => self.checkpointed_events(&trace_id).await?,
+        };
+        Ok(Some(Trace {
+            trace_id,
+            run_id: row.try_get("run_id")?,
+            conversation_id: row.try_get("conversation_id")?,
+            message_id: row.try_get("message_id")?,
+            user_message_id: row.try_get("user_message_id")?,
+            model: row.try_get("model")?,
+            status: row.try_get("status")?,
+            started_at: row.try_get("started_at")?,
+            completed_at: row.try_get("completed_at")?,
+            total_tool_calls: row.try_get("total_tool_calls")?,
+            input_tokens: row.try_get("input_tokens")?,
+            output_tokens: row.try_get("output_tokens")?,
+            reasoning_tokens: row.try_get("reasoning_tokens")?,
+            total_tokens_used: row.try_get("total_tokens_used")?,
+            total_duration_ms: row.try_get("total_duration_ms")?,
+            cancelled_by: row.try_get("cancelled_by")?,
+            cancellation_reason: row.try_get("cancellation_reason")?,
+            error_code: row.try_get("error_code")?,
+            events,
+        }))
+    }
+
+    /// The read pool (read-only transactions), for tests that read the database directly.
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    pub async fn execute_as_writer(&self, sql: String) -> Result<u64> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    let done = sqlx::query(&sql).execute(&mut *connection).await?;
+                    Ok(done.rows_affected())
+                })
+            })
+            .await
+    }
+}
+
+/// JSON text PostgreSQL's JSONB accepts: it refuses the NUL character (`\u0000`), which model
+/// and tool output may hold; it becomes U+FFFD, as an invalid byte would.
+fn jsonb_text(json: &str) -> Cow<'_, str> {
+    if !json.contains("\\u0000") {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len());
+    let mut rest = json;
+    while let Some(at) = rest.find("\\u0000") {
+        // An escape only when the backslash is not itself escaped (an even run before it).
+        let backslashes = rest[..at].bytes().rev().take_while(|b| *b == b'\\').count();
+        out.push_str(&rest[..at]);
+        out.push_str(if backslashes % 2 == 0 {
+            "\\ufffd"
+        } else {
+            "\\u0000"
+        });
+        rest = &rest[at + 6..];
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
+}
+
+/// Text PostgreSQL's TEXT accepts (no NUL).
+fn pg_text(text: &str) -> Cow<'_, str> {
+    if text.contains('\0') {
+        Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+fn summary_from_row(row: &PgRow) -> Result<ConversationSummary> {
+    Ok(ConversationSummary {
+        id: row.try_get("id")?,
+        title: row.try_get("title")?,
+        model: row.try_get("model")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+    })
+}
+
+async fn insert_message(
+    tx: &mut PgConnection,
+    conversation_id: &str,
+    position: i64,
+    message: &Message,
+) -> Result<()> {
+    let body = encode_message(message)?;
+    sqlx::query(
+        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::timestamptz)",
+    )
+    .bind(&message.id)
+    .bind(conversation_id)
+    .bind(position)
+    .bind(match message.role {
+        app::protocol::Role::User => "user",
+        app::protocol::Role::Assistant => "assistant",
+    })
+    .bind(message.status.as_str())
+    .bind(jsonb_text(&body).as_ref())
+    .bind(&message.created_at)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+async fn begin_run_in(tx: &mut PgConnection, new: NewRun) -> Result<StartedRun> {
+    let (conversation_id, model) = match &new.conversation_id {
+        Some(id) => {
+            let row =
+                sqlx::query("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
+                    .bind(id)
+                    .bind(&new.owner_id)
+                    .fetch_optional(&mut *tx)
+                    .await?
+                    .ok_or(Error::NotFound("conversation"))?;
+            // Checked here for a clear answer; the unique index on running traces is what holds
+            // when two instances start a run in the same conversation at once.
+            let busy = sqlx::query(
+                "SELECT 1 FROM agent_traces WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if busy.is_some() {
+                return Err(one_run_at_a_time());
+            }
+            let stored: String = row.try_get("model")?;
+            let model = new.model.clone().unwrap_or(stored);
+            sqlx::query(
+                "UPDATE conversations SET model = $1, updated_at = $2::timestamptz WHERE id = $3",
+            )
+            .bind(pg_text(&model).as_ref())
+            .bind(&new.now)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+            (id.clone(), model)
+        }
+        None => {
+            let id = uuid::Uuid::new_v4().to_string();
+            let model = new
+                .model
+                .clone()
+                .unwrap_or_else(|| new.default_model.clone());
+            sqlx::query(
+                "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5::timestamptz, $5::timestamptz)",
+            )
+            .bind(&id)
+            .bind(&new.owner_id)
+            .bind(pg_text(&title_for(&new.content)).as_ref())
+            .bind(pg_text(&model).as_ref())
+            .bind(&new.now)
+            .execute(&mut *tx)
+            .await?;
+            (id, model)
+        }
+    };
+
+    let rows = sqlx::query(
+        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+    )
+    .bind(&conversation_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let history = rows
+        .iter()
+        .map(|row| decode_message(row.try_get("body")?))
+        .collect::<Result<Vec<_>>>()?;
+    let position = history.len() as i64;
+
+    let user_message = Message::user(
+        new.user_message_id.clone(),
+        new.content.clone(),
+        new.now.clone(),
+    );
+    let mut assistant = Message::assistant(
+        new.assistant_message_id.clone(),
+        model.clone(),
+        new.now.clone(),
+    );
+    assistant.trace_id = Some(new.trace_id.clone());
+    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+        insert_message(
+            &mut *tx,
+            &conversation_id,
+            position + offset as i64,
+            message,
+        )
+        .await?;
+    }
+    sqlx::query(
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, 'running', $7::timestamptz)",
+    )
+    .bind(&new.trace_id)
+    .bind(&new.run_id)
+    .bind(&conversation_id)
+    .bind(&new.assistant_message_id)
+    .bind(&new.user_message_id)
+    .bind(pg_text(&model).as_ref())
+    .bind(&new.now)
+    .execute(&mut *tx)
+    .await?;
+    Ok(StartedRun {
+        conversation_id,
+        model,
+        history,
+        user_message,
+    })
+}
+
+async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
+    // A few hundred rows per statement keeps far below PostgreSQL's bound-parameter limit.
+    for rows in chunks.chunks(200) {
+        let mut builder = sqlx::QueryBuilder::<sqlx::Postgres>::new(
+            "INSERT INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
+        );
+        builder.push_values(rows, |mut row, chunk| {
+            row.push_bind(chunk.trace_id.clone())
+                .push_bind(chunk.first_seq as i64)
+                .push_bind(chunk.last_seq as i64)
+                .push_bind(jsonb_text(&chunk.events_json).into_owned())
+                .push_unseparated("::jsonb");
+        });
+        builder.push(
+            " ON CONFLICT (trace_id, first_seq) DO UPDATE
+              SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events",
+        );
+        builder.build().execute(&mut *tx).await?;
+    }
+    Ok(())
+}
+
+async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<()> {
+    let message = &finished.message;
+    let usage = message.usage;
+    sqlx::query(
+        "UPDATE agent_traces SET events = $1::jsonb, status = $2, completed_at = $3::timestamptz,
+             total_tool_calls = $4, input_tokens = $5, output_tokens = $6, reasoning_tokens = $7,
+             total_tokens_used = $8, total_duration_ms = $9, cancelled_by = $10,
+             cancellation_reason = $11, error_code = $12
+         WHERE trace_id = $13",
+    )
+    .bind(jsonb_text(&finished.events_json).as_ref())
+    .bind(trace_status(message.status))
+    .bind(&finished.completed_at)
+    .bind(message.tool_calls().count() as i64)
+    .bind(usage.map(|u| sql_int(u.input_tokens)))
+    .bind(usage.map(|u| sql_int(u.output_tokens)))
+    .bind(usage.and_then(|u| u.reasoning_tokens).map(sql_int))
+    .bind(usage.map(|u| sql_int(u.input_tokens.saturating_add(u.output_tokens))))
+    .bind(sql_int(finished.duration_ms))
+    .bind(finished.cancelled_by)
+    .bind(finished.reason.as_deref().map(pg_text).as_deref())
+    .bind(finished.error_code.as_deref().map(pg_text).as_deref())
+    .bind(&finished.trace_id)
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = $1")
+        .bind(&finished.trace_id)
+        .execute(&mut *tx)
+        .await?;
+    let body = encode_message(message)?;
+    sqlx::query("UPDATE messages SET status = $1, body = $2::jsonb WHERE id = $3")
+        .bind(message.status.as_str())
+        .bind(jsonb_text(&body).as_ref())
+        .bind(&message.id)
+        .execute(&mut *tx)
+        .await?;
+    for (index, turn) in finished.model_turns.iter().enumerate() {
+        sqlx::query(
+            "INSERT INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::timestamptz, $8::timestamptz)
+             ON CONFLICT (trace_id, turn_index) DO UPDATE SET model = EXCLUDED.model,
+                 after_seq = EXCLUDED.after_seq, request = EXCLUDED.request,
+                 response = EXCLUDED.response, started_at = EXCLUDED.started_at,
+                 completed_at = EXCLUDED.completed_at",
+        )
+        .bind(&finished.trace_id)
+        .bind(index as i64)
+        .bind(pg_text(&turn.model).as_ref())
+        .bind(sql_int(turn.after_seq))
+        .bind(jsonb_text(&turn.request.to_string()).as_ref())
+        .bind(jsonb_text(&turn.response.to_string()).as_ref())
+        .bind(&turn.started_at)
+        .bind(&turn.completed_at)
+        .execute(&mut *tx)
+        .await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::jsonb_text;
+
+    #[test]
+    fn nul_escapes_become_the_replacement_character_and_escaped_backslashes_stay() {
+        assert_eq!(jsonb_text(r#""a\u0000b""#), r#""a\ufffdb""#);
+        assert_eq!(jsonb_text(r#""a\\u0000b""#), r#""a\\u0000b""#);
+        assert_eq!(jsonb_text(r#""a\\\u0000b""#), r#""a\\\ufffdb""#);
+        assert_eq!(jsonb_text(r#""plain""#), r#""plain""#);
+    }
+}
