@@ -109,3 +109,14 @@ CREATE TABLE trace_shares (
     created_at TIMESTAMPTZ NOT NULL
 );
 CREATE INDEX trace_shares_by_trace ON trace_shares (trace_id, created_at);
+
+-- Several instances on one database. Each holds a lease: a row it refreshes every 2 s. A run is
+-- executed by the instance that started it (agent_traces.instance_id); when an instance's lease
+-- is 6 s old, a surviving instance ends its running runs as interrupted.
+CREATE TABLE instances (
+    instance_id   TEXT PRIMARY KEY,
+    started_at    TIMESTAMPTZ NOT NULL DEFAULT now(),
+    heartbeat_at  TIMESTAMPTZ NOT NULL DEFAULT now()
+);
+ALTER TABLE agent_traces ADD COLUMN instance_id TEXT;
+CREATE INDEX agent_traces_running_by_instance ON agent_traces (instance_id) WHERE status = 'running';

@@ -72,6 +72,11 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
     pub header_read_timeout_secs: u64,
 
+    /// This instance's name among several on one PostgreSQL database; it must stay the same
+    /// across restarts and differ between instances. Default: `<host name>:<port>`.
+    #[arg(long, env = "GLASSBOX_INSTANCE_ID")]
+    pub instance_id: Option<String>,
+
     /// On SIGTERM or Ctrl-C: seconds for runs to end and store, then as many for open connections
     /// to finish; then the server exits whatever clients hold open.
     #[arg(long, env = "GLASSBOX_SHUTDOWN_DRAIN_SECS", default_value_t = 3)]
@@ -215,6 +220,18 @@ impl Config {
 
     pub fn shutdown_drain(&self) -> Duration {
         Duration::from_secs(self.shutdown_drain_secs.max(1))
+    }
+
+    pub fn instance_id(&self) -> String {
+        if let Some(id) = &self.instance_id {
+            return id.clone();
+        }
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .map(|name| name.trim().to_owned())
+            .filter(|name| !name.is_empty())
+            .unwrap_or_else(|| "localhost".to_owned());
+        format!("{host}:{}", self.addr.port())
     }
 
     pub fn database_url(&self) -> String {

@@ -4,6 +4,7 @@
 
 pub mod agents;
 pub mod auth;
+pub mod bus;
 pub mod config;
 pub mod error;
 pub mod exports;
@@ -71,7 +72,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         })?;
     }
     let url = config.database_url();
-    let store = Store::connect(&url)
+    let store = Store::connect_as(&url, &config.instance_id())
         .await
         .map_err(|error| format!("cannot open the database {url}: {error}"))?;
     let interrupted = store
@@ -104,6 +105,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         config.run_timeout(),
         config.run_limits(),
     );
+    engine.join_instances();
     let env = match std::env::var("LEPTOS_ENV").as_deref() {
         Ok("DEV") | Ok("dev") | Ok("development") => Env::DEV,
         _ => Env::PROD,

@@ -112,7 +112,17 @@ async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
         .expect("read")
         .expect("the trace");
     assert_eq!(trace.status, "interrupted");
-    assert_eq!(trace.events, events, "every checkpointed event is kept");
+    assert_eq!(
+        trace.events[..events.len()],
+        events[..],
+        "every checkpointed event is kept"
+    );
+    let last = trace.events.last().expect("events");
+    assert_eq!((last.seq, last.kind.type_name()), (4, "message_error"));
+    assert!(
+        matches!(&last.kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
+        "one terminal event says the run was interrupted"
+    );
     let conversation = store
         .get_conversation("owner", "conv_1")
         .await

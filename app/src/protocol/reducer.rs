@@ -78,6 +78,11 @@ impl Reducer {
             EventKind::MessageCancelled { message, .. } => {
                 self.finish(message, MessageStatus::Cancelled)
             }
+            // A run cut off by its server's end (a crash, a lost instance) ends with `message_error`
+            // of code `interrupted`, so that every subscriber still sees one terminal event.
+            EventKind::MessageError { message, code, .. } if code == "interrupted" => {
+                self.finish(message, MessageStatus::Interrupted)
+            }
             EventKind::MessageError { message, .. } => self.finish(message, MessageStatus::Error),
             kind => {
                 let Some(message) = self.message.as_mut() else {

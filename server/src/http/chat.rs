@@ -77,6 +77,15 @@ pub async fn events(
         .trace_of_run(&state.store, &run_id)
         .await?
         .ok_or(Error::NotFound("run"))?;
+    if let (true, Some(bus), Some(postgres)) = (
+        trace.status == "running",
+        state.engine.bus(),
+        state.store.postgres(),
+    ) {
+        // Another instance runs it: follow it through the database.
+        let events = sse::remote(postgres.clone(), bus.clone(), trace.trace_id, after);
+        return Ok(sse::response(events));
+    }
     let stored: Vec<(u64, Arc<str>)> = trace
         .events
         .iter()
@@ -110,9 +119,9 @@ pub async fn cancel(
     let reason = request
         .reason
         .map(|reason| reason.chars().take(500).collect::<String>());
-    let run = state.engine.cancel(user.id(), &run_id, reason).await?;
+    let (run_id, trace_id) = state.engine.cancel(user.id(), &run_id, reason).await?;
     Ok(
-        Json(json!({ "run_id": run.run_id, "trace_id": run.trace_id, "status": "cancelled" }))
+        Json(json!({ "run_id": run_id, "trace_id": trace_id, "status": "cancelled" }))
             .into_response(),
     )
 }

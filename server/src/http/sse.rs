@@ -11,7 +11,7 @@ use axum::{
 };
 use futures::{stream, Stream, StreamExt};
 
-use crate::runs::Run;
+use crate::{bus::Bus, runs::Run, store::PgStore};
 
 /// Heartbeat comments keep proxies and browsers from timing the stream out.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
@@ -41,6 +41,48 @@ pub fn live(run: Arc<Run>, after: u64) -> impl Stream<Item = (u64, Arc<str>)> + 
         },
     )
 }
+
+/// Streams the events of a run that another instance runs, from the database: those with seq >
+/// `after`, then each newer checkpoint as the bus announces it (or the 1 s poll finds it), until
+/// the trace has closed (its stored events end with the terminal one).
+pub fn remote(
+    store: PgStore,
+    bus: Arc<Bus>,
+    trace_id: String,
+    after: u64,
+) -> impl Stream<Item = (u64, Arc<str>)> + Send {
+    let progress = bus.follow(&trace_id);
+    stream::unfold(
+        (store, progress, trace_id, after, VecDeque::new(), false),
+        |(store, mut progress, trace_id, cursor, mut pending, mut done)| async move {
+            loop {
+                if let Some((seq, json)) = pending.pop_front() {
+                    return Some(((seq, json), (store, progress, trace_id, seq, pending, done)));
+                }
+                if done {
+                    return None;
+                }
+                progress.borrow_and_update();
+                match store.events_after(&trace_id, cursor).await {
+                    Ok(Some((events, ended))) => {
+                        pending.extend(events.into_iter().filter(|(seq, _)| *seq > cursor));
+                        done = ended;
+                    }
+                    Ok(None) => return None,
+                    Err(error) => {
+                        tracing::warn!(%trace_id, %error, "reading another instance's run failed; retrying")
+                    }
+                }
+                if pending.is_empty() && !done {
+                    let _ = tokio::time::timeout(REMOTE_POLL, progress.changed()).await;
+                }
+            }
+        },
+    )
+}
+
+/// How often a reader of another instance's run reads the database without being told to.
+const REMOTE_POLL: Duration = Duration::from_secs(1);
 
 /// The SSE response: `id: <seq>` and `data: <json>` per event, uncompressed, never cached.
 pub fn response(events: impl Stream<Item = (u64, Arc<str>)> + Send + 'static) -> Response {

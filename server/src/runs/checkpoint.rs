@@ -20,11 +20,15 @@ use crate::store::{CheckpointChunk, Store};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
+/// On PostgreSQL, readers on other instances read the run from its checkpoints, so they are
+/// written this often: what a reader there waits at most, beside the commit and the notification.
+pub const SHARED_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(10);
 /// About 3 ms of writing each (measured at 5 events per run): what a closing run may wait for.
 const RUNS_PER_TRANSACTION: usize = 100;
 
 pub struct Checkpointer {
     store: Store,
+    interval: Duration,
     /// Running runs by id, with the last seq stored.
     tracked: Mutex<HashMap<String, Tracked>>,
     /// Runs call `notify_one` on it after a `tool_result`.
@@ -40,8 +44,13 @@ struct Tracked {
 
 impl Checkpointer {
     pub fn new(store: Store) -> Arc<Self> {
+        let interval = match store.postgres() {
+            Some(_) => SHARED_CHECKPOINT_INTERVAL,
+            None => CHECKPOINT_INTERVAL,
+        };
         Arc::new(Checkpointer {
             store,
+            interval,
             tracked: Mutex::new(HashMap::new()),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
@@ -87,7 +96,7 @@ impl Checkpointer {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(CHECKPOINT_INTERVAL) => {}
+                _ = tokio::time::sleep(self.interval) => {}
                 _ = self.wake.notified() => {}
             }
             self.write_once().await;

@@ -72,6 +72,8 @@ pub struct Engine {
     /// wait, `/healthz` is degraded (a job can fail while the writer's transactions commit, as
     /// PostgreSQL's do around a refused row).
     unstored: Mutex<HashMap<String, String>>,
+    /// On PostgreSQL, the bus to the other instances.
+    bus: std::sync::OnceLock<Arc<crate::bus::Bus>>,
 }
 
 /// What a run holds while it goes: a server slot, and its user's (none for the local user).
@@ -112,6 +114,7 @@ impl Engine {
             slots: Arc::new(Semaphore::new(limits.max_running)),
             user_runs: UserRuns::new(limits.per_user),
             unstored: Mutex::new(HashMap::new()),
+            bus: std::sync::OnceLock::new(),
         })
     }
 
@@ -260,6 +263,35 @@ impl Engine {
     }
 
     /// Runs going now, and bytes of event logs held in memory.
+    /// Joins the other instances on the store's PostgreSQL database: Stop sent there for runs
+    /// of this instance cancels them. Until the engine shuts down.
+    pub fn join_instances(self: &Arc<Self>) {
+        let stop = self.checkpointer_stop.child_token();
+        let Some(postgres) = self.store.postgres().cloned() else {
+            return;
+        };
+        let engine = Arc::downgrade(self);
+        let on_cancel = Box::new(move |request: crate::bus::CancelRequest| {
+            let Some(engine) = engine.upgrade() else {
+                return;
+            };
+            if engine.get(&request.run_id).is_none() {
+                return;
+            }
+            tokio::spawn(async move {
+                let _ = engine
+                    .cancel(&request.owner_id, &request.run_id, request.reason)
+                    .await;
+            });
+        });
+        let bus = crate::bus::Bus::start(self.store.clone(), postgres, on_cancel, stop);
+        let _ = self.bus.set(bus);
+    }
+
+    pub fn bus(&self) -> Option<&Arc<crate::bus::Bus>> {
+        self.bus.get()
+    }
+
     /// Why finished runs are waiting to be stored, while any are.
     pub fn store_failure(&self) -> Option<String> {
         let unstored = self.unstored.lock().unwrap_or_else(|p| p.into_inner());
@@ -425,19 +457,11 @@ impl Engine {
         owner_id: &str,
         run_id: &str,
         reason: Option<String>,
-    ) -> Result<Arc<Run>> {
+    ) -> Result<(String, String)> {
         let run = match self.get(run_id) {
             Some(run) if run.owner_id == owner_id => run,
             Some(_) => return Err(Error::NotFound("run")),
-            None => {
-                return match self.store.trace_by_run(owner_id, run_id).await? {
-                    Some(trace) => Err(Error::Conflict(format!(
-                        "the run has already ended ({})",
-                        trace.status
-                    ))),
-                    None => Err(Error::NotFound("run")),
-                }
-            }
+            None => return self.cancel_elsewhere(owner_id, run_id, reason).await,
         };
         let mut published = run.subscribe();
         if published.borrow().finished || run.is_closed() {
@@ -455,7 +479,42 @@ impl Engine {
         if ended.is_err() {
             tracing::warn!(%run_id, "run did not end within 10 s of its cancellation");
         }
-        Ok(run)
+        Ok((run.run_id.clone(), run.trace_id.clone()))
+    }
+
+    /// Stop for a run this instance does not hold: 409 when it has ended; on PostgreSQL, when
+    /// another instance runs it, Stop goes there through the bus and this answers once the trace
+    /// has closed (at most 10 s).
+    async fn cancel_elsewhere(
+        &self,
+        owner_id: &str,
+        run_id: &str,
+        reason: Option<String>,
+    ) -> Result<(String, String)> {
+        let trace = self
+            .store
+            .trace_by_run(owner_id, run_id)
+            .await?
+            .ok_or(Error::NotFound("run"))?;
+        let (true, Some(bus)) = (trace.status == "running", self.bus()) else {
+            return Err(Error::Conflict(format!(
+                "the run has already ended ({})",
+                trace.status
+            )));
+        };
+        let mut progress = bus.follow(&trace.trace_id);
+        bus.request_cancel(&crate::bus::CancelRequest {
+            run_id: run_id.to_owned(),
+            owner_id: owner_id.to_owned(),
+            reason,
+        })
+        .await?;
+        let ended =
+            tokio::time::timeout(Duration::from_secs(10), progress.wait_for(|p| p.ended)).await;
+        if ended.is_err() {
+            tracing::warn!(%run_id, "a run of another instance did not end within 10 s of its cancellation");
+        }
+        Ok((run_id.to_owned(), trace.trace_id))
     }
 
     /// Cancels every run (`cancelled_by: shutdown`) and waits, at most `deadline` in all, for

@@ -11,11 +11,11 @@ mod writer;
 use std::sync::Arc;
 
 use app::models::{Conversation, ConversationSummary};
-use app::protocol::{fold, CancelledBy, Event, Message, MessageStatus};
+use app::protocol::{fold, CancelledBy, Event, EventKind, Message, MessageStatus};
 use serde::Serialize;
 
 pub use app::models::Trace;
-pub use postgres::PgStore;
+pub use postgres::{PgStore, HEARTBEAT_INTERVAL};
 pub use sqlite::SqliteStore;
 
 use crate::error::{Error, Result};
@@ -45,10 +45,16 @@ macro_rules! on_backend {
 }
 
 impl Store {
-    /// Opens (creating a SQLite file when missing) the database and brings its schema up to date.
+    /// Opens (creating a SQLite file when missing) the database and brings its schema up to date;
+    /// for tools and tests (PostgreSQL: as an instance of its own that runs nothing).
     pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
+        Self::connect_as(url, &format!("tool-{}", uuid::Uuid::new_v4())).await
+    }
+
+    /// [`Store::connect`] for the server: `instance_id` names this instance on PostgreSQL.
+    pub async fn connect_as(url: &str, instance_id: &str) -> Result<Self, sqlx::Error> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(Store::Postgres(PgStore::connect(url).await?))
+            Ok(Store::Postgres(PgStore::connect(url, instance_id).await?))
         } else {
             Ok(Store::Sqlite(SqliteStore::connect(url).await?))
         }
@@ -223,7 +229,21 @@ impl Store {
     /// keeps what could be read; one that cannot be recovered at all is logged and skipped, so a
     /// damaged row never stops the server from starting. Returns how many there were.
     pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
-        let leftovers = on_backend!(self, leftover_runs())?;
+        self.interrupt(true, now).await
+    }
+
+    /// On PostgreSQL, ends the runs of instances whose lease has expired (see `bus`), as
+    /// [`Store::interrupt_leftover_runs`] does at start. Two survivors may both try: the trace
+    /// closes once, and only that close is published.
+    pub async fn interrupt_orphaned_runs(&self, now: &str) -> Result<usize> {
+        self.interrupt(false, now).await
+    }
+
+    async fn interrupt(&self, include_own: bool, now: &str) -> Result<usize> {
+        let leftovers = match self {
+            Store::Sqlite(backend) => backend.leftover_runs().await?,
+            Store::Postgres(backend) => backend.leftover_runs(include_own).await?,
+        };
         for leftover in &leftovers {
             if let Err(error) = self.interrupt_one(leftover, now).await {
                 let trace_id = &leftover.trace_id;
@@ -234,18 +254,17 @@ impl Store {
     }
 
     async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<()> {
-        let events = on_backend!(self, checkpointed_events(&leftover.trace_id))?;
+        let mut events = on_backend!(self, checkpointed_events(&leftover.trace_id))?;
+        // A run whose terminal event was checkpointed but whose trace was not closed keeps it.
+        if events.last().is_some_and(|event| event.kind.is_terminal()) {
+            events.pop();
+        }
         let mut message = match fold(&events) {
             Some(message) => message,
             None => self.stored_message(&leftover.message_id).await?,
         };
         message.status = MessageStatus::Interrupted;
-        message.ended_reason = Some("The server stopped while this run was going.".to_owned());
-        let json: Vec<Arc<str>> = events
-            .iter()
-            .map(|event| serde_json::to_string(event).map(Arc::from))
-            .collect::<Result<_, _>>()
-            .map_err(|error| Error::Internal(error.to_string()))?;
+        message.ended_reason = Some(INTERRUPTED_REASON.to_owned());
         let duration = match (
             app::protocol::parse_rfc3339_millis(&leftover.started_at),
             events.last(),
@@ -255,6 +274,23 @@ impl Store {
             }
             _ => None,
         };
+        message.duration_ms = duration;
+        // One terminal event, so that a reader of the stream (on any instance) sees the end.
+        events.push(Event {
+            seq: events.last().map_or(1, |last| last.seq + 1),
+            run_id: leftover.run_id.clone(),
+            ts: now.to_owned(),
+            kind: EventKind::MessageError {
+                code: "interrupted".to_owned(),
+                error: INTERRUPTED_REASON.to_owned(),
+                message: message.clone(),
+            },
+        });
+        let json: Vec<Arc<str>> = events
+            .iter()
+            .map(|event| serde_json::to_string(event).map(Arc::from))
+            .collect::<Result<_, _>>()
+            .map_err(|error| Error::Internal(error.to_string()))?;
         self.finish_run(FinishedTrace {
             trace_id: &leftover.trace_id,
             message: &message,
@@ -262,7 +298,7 @@ impl Store {
             duration_ms: duration.unwrap_or(0),
             cancelled_by: None,
             reason: message.ended_reason.as_deref(),
-            error_code: None,
+            error_code: Some("interrupted"),
             events: &json,
             model_turns: &[],
         })
@@ -322,9 +358,13 @@ pub struct StartedRun {
     pub user_message: Message,
 }
 
+/// What an interrupted run's message says.
+const INTERRUPTED_REASON: &str = "The server stopped while this run was going.";
+
 /// A trace still marked `running` when the server starts.
 #[derive(Debug)]
 pub struct LeftoverRun {
+    pub run_id: String,
     pub trace_id: String,
     pub message_id: String,
     pub started_at: String,

@@ -417,6 +417,13 @@ pub async fn launch_with(
         .arg(dir.path().join("scenarios"))
         .arg("--enable-test-tools")
         .args(store_args(dir))
+        .args(if extra.contains(&"--instance-id") {
+            Vec::new()
+        } else {
+            // A binary started again in the same folder is the same instance, as one restarted
+            // on the same host and port is (the default name is `<host>:<port>`).
+            vec!["--instance-id", "the-test-instance"]
+        })
         .stdout(log)
         .stderr(Stdio::null())
         .kill_on_drop(true)

@@ -28,7 +28,16 @@ pub struct PgStore {
     /// Reads only: its sessions default to read-only transactions.
     pub(super) pool: PgPool,
     pub(super) writer: Writer<writer::Postgres>,
+    /// How the bus's listener connects (not read-only).
+    options: Arc<PgConnectOptions>,
+    /// This instance's name (`instances`, `agent_traces.instance_id`).
+    instance_id: Arc<str>,
 }
+
+/// An instance refreshes its lease this often...
+pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
+/// ...and one whose lease is this old (seconds) is taken for dead.
+const LEASE_SECS: i64 = 6;
 
 /// The columns of a trace row, times as RFC 3339 text and events as JSON text.
 const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
@@ -38,8 +47,9 @@ const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_
     t.cancellation_reason, t.error_code";
 
 impl PgStore {
-    /// Connects and brings the schema up to date (`migrations/postgres/`).
-    pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
+    /// Connects as `instance_id`, brings the schema up to date (`migrations/postgres/`) and takes
+    /// the instance's lease.
+    pub async fn connect(url: &str, instance_id: &str) -> Result<Self, sqlx::Error> {
         let options = PgConnectOptions::from_str(url)?;
         {
             let mut migrations = options.connect().await?;
@@ -55,9 +65,100 @@ impl PgStore {
         .await?;
         let pool = PgPoolOptions::new()
             .max_connections(8)
-            .connect_with(options.options([("default_transaction_read_only", "on")]))
+            .connect_with(
+                options
+                    .clone()
+                    .options([("default_transaction_read_only", "on")]),
+            )
             .await?;
-        Ok(PgStore { pool, writer })
+        let store = PgStore {
+            pool,
+            writer,
+            options: Arc::new(options),
+            instance_id: Arc::from(instance_id),
+        };
+        store.heartbeat().await.map_err(|error| match error {
+            Error::Database(error) => error,
+            other => sqlx::Error::Protocol(other.to_string()),
+        })?;
+        Ok(store)
+    }
+
+    pub fn listener_options(&self) -> &PgConnectOptions {
+        &self.options
+    }
+
+    /// Refreshes this instance's lease (taking it at start).
+    pub async fn heartbeat(&self) -> Result<()> {
+        let instance_id = self.instance_id.to_string();
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    sqlx::query(
+                        "INSERT INTO instances (instance_id) VALUES ($1)
+                         ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()",
+                    )
+                    .bind(&instance_id)
+                    .execute(&mut *connection)
+                    .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// Asks the instance running `run_id` to cancel it (`glassbox_cancel`, see `bus`).
+    pub async fn notify_cancel(&self, payload: String) -> Result<()> {
+        self.writer
+            .write(move |connection| {
+                Box::pin(async move {
+                    sqlx::query("SELECT pg_notify('glassbox_cancel', $1)")
+                        .bind(pg_text(&payload).as_ref())
+                        .execute(&mut *connection)
+                        .await?;
+                    Ok(())
+                })
+            })
+            .await
+    }
+
+    /// A trace's events with seq > `after` (JSON each) as stored now, and whether it has ended.
+    /// `None` when there is no such trace.
+    pub async fn events_after(
+        &self,
+        trace_id: &str,
+        after: u64,
+    ) -> Result<Option<(Vec<(u64, Arc<str>)>, bool)>> {
+        let Some(row) = sqlx::query(
+            "SELECT status, events::text AS events FROM agent_traces WHERE trace_id = $1",
+        )
+        .bind(trace_id)
+        .fetch_optional(&self.pool)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let status: String = row.try_get("status")?;
+        let events: Option<String> = row.try_get("events")?;
+        if let (false, Some(json)) = (status == "running", events) {
+            return Ok(Some((events_of_array(&json, after)?, true)));
+        }
+        let rows = sqlx::query(
+            "SELECT events::text AS events FROM trace_event_chunks
+             WHERE trace_id = $1 AND last_seq > $2 ORDER BY first_seq",
+        )
+        .bind(trace_id)
+        .bind(sql_int(after))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut events = Vec::new();
+        for row in &rows {
+            events.extend(events_of_array(
+                &row.try_get::<String, _>("events")?,
+                after,
+            )?);
+        }
+        Ok(Some((events, false)))
     }
 
     pub async fn ping(&self) -> bool {
@@ -74,16 +175,19 @@ impl PgStore {
     }
 
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
+        let instance_id = self.instance_id.to_string();
         self.writer
             .write(move |connection| {
                 Box::pin(async move {
-                    begin_run_in(connection, new).await.map_err(|error| {
-                        if is_unique_violation(&error) {
-                            one_run_at_a_time()
-                        } else {
-                            error
-                        }
-                    })
+                    begin_run_in(connection, new, &instance_id)
+                        .await
+                        .map_err(|error| {
+                            if is_unique_violation(&error) {
+                                one_run_at_a_time()
+                            } else {
+                                error
+                            }
+                        })
                 })
             })
             .await
@@ -130,16 +234,26 @@ impl PgStore {
             .collect()
     }
 
-    pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
+    /// Running traces of instances whose lease has expired (or that never had one), and this
+    /// instance's own when `include_own` (at start: they are an earlier process's).
+    pub async fn leftover_runs(&self, include_own: bool) -> Result<Vec<LeftoverRun>> {
         let rows = sqlx::query(
-            "SELECT trace_id, message_id, rfc3339_millis(started_at) AS started_at
-             FROM agent_traces WHERE status = 'running'",
+            "SELECT run_id, trace_id, message_id, rfc3339_millis(started_at) AS started_at
+             FROM agent_traces t WHERE status = 'running' AND (
+                 ($1 AND t.instance_id = $2)
+                 OR (t.instance_id IS DISTINCT FROM $2 AND NOT EXISTS (
+                     SELECT 1 FROM instances i WHERE i.instance_id = t.instance_id
+                     AND i.heartbeat_at > now() - make_interval(secs => $3))))",
         )
+        .bind(include_own)
+        .bind(self.instance_id.as_ref())
+        .bind(LEASE_SECS as f64)
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|row| {
                 Ok(LeftoverRun {
+                    run_id: row.try_get("run_id")?,
                     trace_id: row.try_get("trace_id")?,
                     message_id: row.try_get("message_id")?,
                     started_at: row.try_get("started_at")?,
@@ -373,6 +487,19 @@ fn pg_text(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// The events of a stored JSON array with seq > `after`, each as its own JSON text.
+fn events_of_array(json: &str, after: u64) -> Result<Vec<(u64, Arc<str>)>> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(json)
+        .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
+    Ok(values
+        .into_iter()
+        .filter_map(|value| {
+            let seq = value.get("seq")?.as_u64()?;
+            (seq > after).then(|| (seq, Arc::from(value.to_string())))
+        })
+        .collect())
+}
+
 fn summary_from_row(row: &PgRow) -> Result<ConversationSummary> {
     Ok(ConversationSummary {
         id: row.try_get("id")?,
@@ -409,7 +536,7 @@ async fn insert_message(
     Ok(())
 }
 
-async fn begin_run_in(tx: &mut PgConnection, new: NewRun) -> Result<StartedRun> {
+async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> Result<StartedRun> {
     let (conversation_id, model) = match &new.conversation_id {
         Some(id) => {
             let row =
@@ -496,8 +623,8 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun) -> Result<StartedRun> 
         .await?;
     }
     sqlx::query(
-        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, 'running', $7::timestamptz)",
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at, instance_id)
+         VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, 'running', $7::timestamptz, $8)",
     )
     .bind(&new.trace_id)
     .bind(&new.run_id)
@@ -506,6 +633,7 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun) -> Result<StartedRun> 
     .bind(&new.user_message_id)
     .bind(pg_text(&model).as_ref())
     .bind(&new.now)
+    .bind(instance_id)
     .execute(&mut *tx)
     .await?;
     Ok(StartedRun {
@@ -535,18 +663,31 @@ async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -
         );
         builder.build().execute(&mut *tx).await?;
     }
+    // Readers on other instances learn of new events when this transaction commits.
+    let (traces, seqs): (Vec<String>, Vec<i64>) = chunks
+        .iter()
+        .map(|chunk| (chunk.trace_id.clone(), sql_int(chunk.last_seq)))
+        .unzip();
+    sqlx::query(
+        "SELECT pg_notify('glassbox_events', x.t || ' ' || x.s)
+         FROM unnest($1::text[], $2::bigint[]) AS x(t, s)",
+    )
+    .bind(traces)
+    .bind(seqs)
+    .execute(&mut *tx)
+    .await?;
     Ok(())
 }
 
 async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<()> {
     let message = &finished.message;
     let usage = message.usage;
-    sqlx::query(
+    let closed = sqlx::query(
         "UPDATE agent_traces SET events = $1::jsonb, status = $2, completed_at = $3::timestamptz,
              total_tool_calls = $4, input_tokens = $5, output_tokens = $6, reasoning_tokens = $7,
              total_tokens_used = $8, total_duration_ms = $9, cancelled_by = $10,
              cancellation_reason = $11, error_code = $12
-         WHERE trace_id = $13",
+         WHERE trace_id = $13 AND status = 'running'",
     )
     .bind(jsonb_text(&finished.events_json).as_ref())
     .bind(trace_status(message.status))
@@ -563,6 +704,15 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
     .bind(&finished.trace_id)
     .execute(&mut *tx)
     .await?;
+    if closed.rows_affected() == 0 {
+        // Already closed: another instance took this run for lost and ended it (see the lease).
+        tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
+        return Ok(());
+    }
+    sqlx::query("SELECT pg_notify('glassbox_events', $1 || ' end')")
+        .bind(&finished.trace_id)
+        .execute(&mut *tx)
+        .await?;
     sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = $1")
         .bind(&finished.trace_id)
         .execute(&mut *tx)

@@ -144,13 +144,14 @@ impl SqliteStore {
     /// The traces still marked `running`.
     pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
         let rows = sqlx::query(
-            "SELECT trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
+            "SELECT run_id, trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
         )
         .fetch_all(&self.pool)
         .await?;
         rows.iter()
             .map(|row| {
                 Ok(LeftoverRun {
+                    run_id: row.try_get("run_id")?,
                     trace_id: row.try_get("trace_id")?,
                     message_id: row.try_get("message_id")?,
                     started_at: row.try_get("started_at")?,

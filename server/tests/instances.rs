@@ -1,0 +1,175 @@
+//! Two instances of the real binary on one PostgreSQL database: a run started on A is read,
+//! resumed and stopped on B; one run per conversation holds across them; when A is killed, B ends
+//! A's runs as interrupted and every reader sees exactly one terminal event.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use serde_json::{json, Value};
+
+/// Streams a line, then `steps` more slowly (one delta every 50 ms), then sleeps in a tool.
+fn write_scenarios(dir: &tempfile::TempDir) {
+    write_scenario(
+        dir,
+        "slow",
+        json!({"delta_chars": 4, "delta_interval_ms": 50, "steps": [
+            {"text": "Counting slowly across two instances, one word at a time."},
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 60}}]}
+        ]}),
+    );
+}
+
+async fn start(client: &reqwest::Client, base: &str, body: Value) -> (u16, Value) {
+    let response = client
+        .post(format!("{base}/api/chat"))
+        .header("accept", "application/json")
+        .json(&body)
+        .send()
+        .await
+        .expect("POST /api/chat");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("JSON"))
+}
+
+async fn follow(
+    client: &reqwest::Client,
+    base: &str,
+    run_id: &str,
+    last_event_id: Option<u64>,
+) -> SseStream {
+    let mut request = client.get(format!("{base}/api/runs/{run_id}/events"));
+    if let Some(seq) = last_event_id {
+        request = request.header("last-event-id", seq.to_string());
+    }
+    SseStream::new(request.send().await.expect("GET events"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on_another() {
+    if !postgres::enabled() {
+        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+        return;
+    }
+    let dir = test_dir();
+    write_scenarios(&dir);
+    let mut a = launch(&dir, &["--instance-id", "a"]).await;
+    let b = launch(&dir, &["--instance-id", "b"]).await;
+    let client = reqwest::Client::new();
+
+    // Read on B, then resume on B after a disconnect: no duplicate, no gap.
+    let (status, started) = start(
+        &client,
+        &a.base,
+        json!({"content": "one", "model": "scenario:slow"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{started}");
+    let run_id = started["run_id"].as_str().expect("run").to_owned();
+    let mut on_b = follow(&client, &b.base, &run_id, None).await;
+    let mut first = Vec::new();
+    while first.len() < 5 {
+        first.push(on_b.next_event().await.expect("an event on B"));
+    }
+    drop(on_b);
+    let resumed_from = first.last().expect("events").seq;
+    let mut on_b = follow(&client, &b.base, &run_id, Some(resumed_from)).await;
+    let rest = on_b
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
+    let seqs: Vec<u64> = first.iter().chain(&rest).map(|event| event.seq).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "no duplicate, no gap"
+    );
+
+    // One run per conversation, whichever instance is asked.
+    let conversation_id = started["conversation_id"].as_str().expect("conversation");
+    let (status, refused) = start(
+        &client,
+        &b.base,
+        json!({"content": "two", "model": "scenario:slow", "conversation_id": conversation_id}),
+    )
+    .await;
+    assert_eq!(status, 409, "{refused}");
+
+    // Stop on B reaches A; B's reader sees exactly one terminal event, message_cancelled.
+    let asked = Instant::now();
+    let cancelled = client
+        .post(format!("{}/api/runs/{run_id}/cancel", b.base))
+        .send()
+        .await
+        .expect("cancel on B");
+    assert_eq!(cancelled.status(), 200);
+    let ending = tokio::time::timeout(Duration::from_secs(5), on_b.collect())
+        .await
+        .expect("B's stream ends");
+    println!("cancel across instances: {:?}", asked.elapsed());
+    let terminal: Vec<_> = ending.iter().filter(|e| e.kind.is_terminal()).collect();
+    assert_eq!(terminal.len(), 1);
+    assert!(
+        is_type(terminal[0], "message_cancelled"),
+        "{:?}",
+        terminal[0]
+    );
+    let trace = get_json_at(
+        &client,
+        format!(
+            "{}/api/traces/{}",
+            b.base,
+            started["trace_id"].as_str().expect("trace")
+        ),
+    )
+    .await;
+    assert_eq!(trace["status"], "cancelled");
+
+    // Kill A mid-run: B notices within 10 s and ends the run as interrupted, events kept.
+    let (_, second) = start(
+        &client,
+        &a.base,
+        json!({"content": "three", "model": "scenario:slow"}),
+    )
+    .await;
+    let second_run = second["run_id"].as_str().expect("run").to_owned();
+    let mut on_b = follow(&client, &b.base, &second_run, None).await;
+    let before = on_b
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
+    a.child.start_kill().expect("SIGKILL A");
+    let _ = a.child.wait().await;
+    let killed = Instant::now();
+    let after = tokio::time::timeout(Duration::from_secs(15), on_b.collect())
+        .await
+        .expect("B's stream of A's run ends after A dies");
+    println!("takeover after SIGKILL: {:?}", killed.elapsed());
+    assert!(
+        killed.elapsed() < Duration::from_secs(12),
+        "noticed within 10 s (and a read)"
+    );
+    let all: Vec<_> = before.iter().chain(&after).cloned().collect();
+    let terminal: Vec<_> = all.iter().filter(|e| e.kind.is_terminal()).collect();
+    assert_eq!(terminal.len(), 1, "exactly one terminal event");
+    assert!(
+        matches!(&terminal[0].kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
+        "{:?}",
+        terminal[0]
+    );
+    let trace = get_json_at(
+        &client,
+        format!(
+            "{}/api/traces/{}",
+            b.base,
+            second["trace_id"].as_str().expect("trace")
+        ),
+    )
+    .await;
+    assert_eq!(trace["status"], "interrupted");
+    assert!(
+        trace["events"]
+            .as_array()
+            .is_some_and(|events| events.len() >= before.len()),
+        "the events before the kill are kept"
+    );
+}
