@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, cancel, resume, crash, storage, micro, browser, bundle).
+# (streams, burst, cancel, resume, crash, storage, instances, micro, browser, bundle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -46,6 +46,11 @@ fi
 if run storage; then
   log "SQLite checkpoint and finalize"
   loadgen storage --events 1000 --traces 20
+fi
+if run instances; then
+  log "two instances on one PostgreSQL: 100 and 1,000 streams at 20 events/s, read on the same and the other instance"
+  start_throwaway_postgres
+  loadgen instances --database-url "$PG_URL" --streams 100,1000 --rate 20 --seconds 10
 fi
 if run micro; then
   log "criterion: reducer and sanitizer"

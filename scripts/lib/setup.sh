@@ -110,6 +110,29 @@ ensure_postgres() {
   apt_install postgresql
 }
 
+# A throwaway PostgreSQL for the benchmarks, with its default durability (fsync on), on a free port,
+# as the postgres user when run as root; sets PG_URL. Stopped and removed when the script exits.
+start_throwaway_postgres() {
+  ensure_postgres
+  local bin port
+  bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
+  port=$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')
+  PG_AS=()
+  if [ "$(id -u)" -eq 0 ]; then PG_AS=(runuser -u postgres --); fi
+  PG_DIR=$(cd /tmp && "${PG_AS[@]}" mktemp -d /tmp/glassbox-bench-pg-XXXXXX)
+  PG_BIN=$bin
+  (cd /tmp && "${PG_AS[@]}" "$bin/initdb" -D "$PG_DIR/data" -U glassbox --auth=trust -E UTF8 >/dev/null)
+  (cd /tmp && "${PG_AS[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w \
+    -o "-p $port -k $PG_DIR -c listen_addresses=127.0.0.1 -c max_connections=300" start >/dev/null)
+  trap stop_throwaway_postgres EXIT
+  PG_URL="postgres://glassbox@127.0.0.1:$port/postgres"
+}
+
+stop_throwaway_postgres() {
+  (cd /tmp && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null 2>&1) || true
+  (cd /tmp && "${PG_AS[@]}" rm -rf "$PG_DIR") || true
+}
+
 # What building the site needs: cargo, the wasm target, cargo-leptos, wasm-bindgen-cli, Node.
 ensure_build_tools() {
   ensure_cargo

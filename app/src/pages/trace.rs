@@ -151,12 +151,20 @@ fn TraceView(
         .is_none()
         .then(|| view! { <SharePanel trace_id=trace.trace_id.clone() /> }.into_any());
     let replay_share = share.clone();
+    // While the run goes, only the checkpointed events are counted, and the totals are not in.
+    let counts = match live_run.is_some() {
+        true => format!("{} · {} events stored so far", trace.model, event_count),
+        false => format!(
+            "{} · {} events · {} tool calls{tokens}",
+            trace.model, event_count, trace.total_tool_calls
+        ),
+    };
     view! {
         <header class="trace-header">
             {top}
             <h1>"Trace"</h1>
             <p class=format!("trace-status {}", trace.status)>{ending(&trace)}</p>
-            <p class="muted">{format!("{} · {} events · {} tool calls{tokens}", trace.model, event_count, trace.total_tool_calls)}</p>
+            <p class="muted">{counts}</p>
             <p class="trace-exports">
                 <a href=export target="_blank" rel="external noopener">"Export: Agent Inspector JSON"</a>
             </p>

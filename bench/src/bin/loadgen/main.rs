@@ -6,6 +6,7 @@ mod burst;
 mod cancel;
 mod client;
 mod crash;
+mod instances;
 mod resume;
 mod server;
 mod storage;
@@ -76,6 +77,19 @@ enum Command {
     Crash {
         #[arg(long, default_value_t = 20)]
         trials: usize,
+    },
+    /// Two instances on one PostgreSQL database: same- and cross-instance latency, Stop across
+    /// instances, PostgreSQL's cost per event.
+    Instances {
+        /// An empty PostgreSQL database (scripts/bench.sh starts one).
+        #[arg(long)]
+        database_url: String,
+        #[arg(long, value_delimiter = ',', default_value = "100,1000")]
+        streams: Vec<usize>,
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
+        #[arg(long, default_value_t = 10)]
+        seconds: u64,
     },
     /// SQLite checkpoint and finalize throughput, bytes per event (no server process).
     Storage {
@@ -161,6 +175,17 @@ fn main() -> std::process::ExitCode {
             Command::Cancel { trials, background } => cancel::run(&env, trials, background).await,
             Command::Resume { events, repeat } => resume::run(&env, events, repeat).await,
             Command::Crash { trials } => crash::run(&env, trials).await,
+            Command::Instances {
+                database_url,
+                streams,
+                rate,
+                seconds,
+            } => {
+                for count in streams {
+                    instances::run(&env, &database_url, count, rate, seconds).await?;
+                }
+                Ok(())
+            }
             Command::Storage { .. } => Ok(()),
         }
     });

@@ -17,6 +17,7 @@ pub struct ServerProcess {
     binary: PathBuf,
     site_root: PathBuf,
     port: u16,
+    extra: Vec<String>,
     child: Child,
     /// The data, scenarios and workspace folders; removed with the server.
     _temporary: tempfile::TempDir,
@@ -33,6 +34,15 @@ impl ServerProcess {
     /// Starts the binary in a fresh temporary folder (data, scenarios, workspace) with the given
     /// scenarios.
     pub fn start(env: &Env, scenarios: &[(&str, Value)]) -> Result<Self, String> {
+        Self::start_with(env, scenarios, &[])
+    }
+
+    /// [`ServerProcess::start`] with more options (another database, an instance id).
+    pub fn start_with(
+        env: &Env,
+        scenarios: &[(&str, Value)],
+        extra: &[&str],
+    ) -> Result<Self, String> {
         let temporary = tempfile::tempdir().map_err(|error| error.to_string())?;
         let dir = temporary.path();
         for sub in ["data", "scenarios", "workspace"] {
@@ -46,13 +56,15 @@ impl ServerProcess {
             .map_err(|error| error.to_string())?;
         }
         let port = free_port()?;
-        let child = spawn(&env.binary, &env.site_root, dir, port)?;
+        let extra: Vec<String> = extra.iter().map(|arg| arg.to_string()).collect();
+        let child = spawn(&env.binary, &env.site_root, dir, port, &extra)?;
         let mut server = ServerProcess {
             base: format!("http://127.0.0.1:{port}"),
             dir: dir.to_owned(),
             binary: env.binary.clone(),
             site_root: env.site_root.clone(),
             port,
+            extra,
             child,
             _temporary: temporary,
         };
@@ -62,7 +74,13 @@ impl ServerProcess {
 
     /// Starts the same server again on the same data folder (after a kill).
     pub fn restart(&mut self) -> Result<(), String> {
-        self.child = spawn(&self.binary, &self.site_root, &self.dir, self.port)?;
+        self.child = spawn(
+            &self.binary,
+            &self.site_root,
+            &self.dir,
+            self.port,
+            &self.extra,
+        )?;
         self.wait_healthy()
     }
 
@@ -114,7 +132,13 @@ impl Drop for ServerProcess {
     }
 }
 
-fn spawn(binary: &Path, site_root: &Path, dir: &Path, port: u16) -> Result<Child, String> {
+fn spawn(
+    binary: &Path,
+    site_root: &Path,
+    dir: &Path,
+    port: u16,
+    extra: &[String],
+) -> Result<Child, String> {
     let log = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
@@ -133,6 +157,7 @@ fn spawn(binary: &Path, site_root: &Path, dir: &Path, port: u16) -> Result<Child
         .arg("--site-root")
         .arg(site_root)
         .arg("--enable-test-tools")
+        .args(extra)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)

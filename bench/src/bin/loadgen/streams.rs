@@ -53,6 +53,23 @@ impl Window {
     pub fn close(&self) {
         self.end.store(unix_micros(), Ordering::SeqCst);
     }
+
+    pub fn opened_one(&self) {
+        self.opened.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// When the measured window opened (Unix µs; far future until then).
+    pub fn start(&self) -> u64 {
+        self.start.load(Ordering::Relaxed)
+    }
+
+    pub fn end(&self) -> u64 {
+        self.end.load(Ordering::Relaxed)
+    }
+
+    pub fn open_now(&self) {
+        self.start.store(unix_micros(), Ordering::SeqCst);
+    }
 }
 
 #[derive(Default)]
@@ -82,7 +99,7 @@ pub async fn follow(
     while let Some((received, events)) = stream.next_chunk().await {
         if !counted_open {
             counted_open = true;
-            window.opened.fetch_add(1, Ordering::SeqCst);
+            window.opened_one();
             drop(permit.take());
         }
         let start = window.start.load(Ordering::Relaxed);

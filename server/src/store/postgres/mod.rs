@@ -129,34 +129,33 @@ impl PgStore {
         trace_id: &str,
         after: u64,
     ) -> Result<Option<(Vec<(u64, Arc<str>)>, bool)>> {
+        // One round trip: the closed trace's events, or the checkpoints after `after`.
         let Some(row) = sqlx::query(
-            "SELECT status, events::text AS events FROM agent_traces WHERE trace_id = $1",
+            "SELECT t.status,
+                    CASE WHEN t.status <> 'running' THEN t.events::text END AS events,
+                    (SELECT json_agg(c.events ORDER BY c.first_seq)::text FROM trace_event_chunks c
+                     WHERE c.trace_id = t.trace_id AND c.last_seq > $2) AS chunks
+             FROM agent_traces t WHERE t.trace_id = $1",
         )
         .bind(trace_id)
+        .bind(sql_int(after))
         .fetch_optional(&self.pool)
         .await?
         else {
             return Ok(None);
         };
-        let status: String = row.try_get("status")?;
-        let events: Option<String> = row.try_get("events")?;
-        if let (false, Some(json)) = (status == "running", events) {
+        if let Some(json) = row.try_get::<Option<String>, _>("events")? {
             return Ok(Some((events_of_array(&json, after)?, true)));
         }
-        let rows = sqlx::query(
-            "SELECT events::text AS events FROM trace_event_chunks
-             WHERE trace_id = $1 AND last_seq > $2 ORDER BY first_seq",
-        )
-        .bind(trace_id)
-        .bind(sql_int(after))
-        .fetch_all(&self.pool)
-        .await?;
         let mut events = Vec::new();
-        for row in &rows {
-            events.extend(events_of_array(
-                &row.try_get::<String, _>("events")?,
-                after,
-            )?);
+        if let Some(chunks) = row.try_get::<Option<String>, _>("chunks")? {
+            let chunks: Vec<serde_json::Value> = serde_json::from_str(&chunks)
+                .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
+            for chunk in chunks {
+                if let serde_json::Value::Array(values) = chunk {
+                    events.extend(after_seq(values, after));
+                }
+            }
         }
         Ok(Some((events, false)))
     }
@@ -491,13 +490,15 @@ fn pg_text(text: &str) -> Cow<'_, str> {
 fn events_of_array(json: &str, after: u64) -> Result<Vec<(u64, Arc<str>)>> {
     let values: Vec<serde_json::Value> = serde_json::from_str(json)
         .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
-    Ok(values
-        .into_iter()
-        .filter_map(|value| {
-            let seq = value.get("seq")?.as_u64()?;
-            (seq > after).then(|| (seq, Arc::from(value.to_string())))
-        })
-        .collect())
+    Ok(after_seq(values, after).collect())
+}
+
+/// Events (JSON values) with seq > `after`, each as its own JSON text.
+fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item = (u64, Arc<str>)> {
+    values.into_iter().filter_map(move |value| {
+        let seq = value.get("seq")?.as_u64()?;
+        (seq > after).then(|| (seq, Arc::from(value.to_string())))
+    })
 }
 
 fn summary_from_row(row: &PgRow) -> Result<ConversationSummary> {
