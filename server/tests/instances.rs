@@ -85,6 +85,31 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
         "no duplicate, no gap"
     );
 
+    // Live, the same bytes on both instances (A from its memory, B from the database's JSONB).
+    let (_, other) = start(
+        &client,
+        &a.base,
+        json!({"content": "bytes", "model": "scenario:slow"}),
+    )
+    .await;
+    let other_run = other["run_id"].as_str().expect("run");
+    let mut frames = Vec::new();
+    for base in [&a.base, &b.base] {
+        let mut stream = follow(&client, base, other_run, None).await;
+        let mut data = Vec::new();
+        while !data
+            .iter()
+            .any(|d: &String| d.contains("\"type\":\"tool_call_started\""))
+        {
+            data.push(stream.next_frame().await.expect("a frame").data);
+        }
+        frames.push(data);
+    }
+    assert_eq!(
+        frames[0], frames[1],
+        "a run's events read the same on every instance"
+    );
+
     // One run per conversation, whichever instance is asked.
     let conversation_id = started["conversation_id"].as_str().expect("conversation");
     let (status, refused) = start(

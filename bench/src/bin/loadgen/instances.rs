@@ -244,8 +244,14 @@ async fn cancel_across(client: &reqwest::Client, bases: &[String; 2]) -> Result<
             .post(format!("{}/api/runs/{run_id}/cancel", bases[1]))
             .send();
         let (answered, ended) = tokio::join!(response, stream.until_type("message_cancelled"));
-        answered.map_err(|error| error.to_string())?;
-        ended.ok_or("no message_cancelled on B")?;
+        let answered = answered.map_err(|error| error.to_string())?;
+        if ended.is_none() {
+            let status = answered.status();
+            let body = answered.text().await.unwrap_or_default();
+            return Err(format!(
+                "no message_cancelled on B (cancel answered {status}: {body})"
+            ));
+        }
         times.push(asked.elapsed().as_micros() as u64);
     }
     Ok(times)

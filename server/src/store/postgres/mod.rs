@@ -493,11 +493,23 @@ fn events_of_array(json: &str, after: u64) -> Result<Vec<(u64, Arc<str>)>> {
     Ok(after_seq(values, after).collect())
 }
 
-/// Events (JSON values) with seq > `after`, each as its own JSON text.
+/// Events (JSON values) with seq > `after`, each as its own JSON text. JSONB keeps keys in its
+/// own order, so each goes through [`Event`] again: the bytes a reader gets are the same on every
+/// instance (the `type` tag right after `seq`, `run_id` and `ts`).
 fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item = (u64, Arc<str>)> {
     values.into_iter().filter_map(move |value| {
         let seq = value.get("seq")?.as_u64()?;
-        (seq > after).then(|| (seq, Arc::from(value.to_string())))
+        if seq <= after {
+            return None;
+        }
+        let json = match serde_json::from_value::<Event>(value) {
+            Ok(event) => serde_json::to_string(&event).ok()?,
+            Err(error) => {
+                tracing::warn!(seq, %error, "a stored event that is not an event; skipped");
+                return None;
+            }
+        };
+        Some((seq, Arc::from(json)))
     })
 }
 
