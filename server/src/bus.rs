@@ -3,8 +3,11 @@
 //!
 //! - `glassbox_events`, payload `<trace_id> <last_seq>` or `<trace_id> end`: sent in the same
 //!   transaction as a checkpoint or a trace's close, so it arrives only once the events can be
-//!   read. A notification only wakes readers; they read the events from the tables (so payload
-//!   limits do not matter, and a lost notification costs at most the 1 s poll readers fall back on).
+//!   read. The events themselves are read from the tables (so payload limits do not matter): one
+//!   query for every followed trace announced since the last one (the bus's fetcher), into a
+//!   short window of recent events per trace that all its readers on this instance share. A
+//!   reader behind that window, or one woken by the 1 s poll after a lost notification, reads
+//!   the tables itself.
 //! - `glassbox_cancel`, payload `{"run_id", "owner_id", "reason"}`: Stop pressed on an instance
 //!   that does not run the run; the one that does cancels it.
 //!
@@ -12,18 +15,18 @@
 //! instance whose lease is 6 s old (see `PgStore::leftover_runs`).
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet, VecDeque},
     sync::{Arc, Mutex},
     time::Duration,
 };
 
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgListener, PgPoolOptions};
-use tokio::sync::watch;
+use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
-use crate::store::{PgStore, Store, HEARTBEAT_INTERVAL};
+use crate::store::{PgStore, Store, TraceEvents, HEARTBEAT_INTERVAL};
 
 /// What readers of one trace know of it: the newest stored seq, and whether it has ended.
 /// `wakes` changes when notifications may have been lost, so readers read again.
@@ -44,11 +47,26 @@ pub struct CancelRequest {
 
 type OnCancel = Box<dyn Fn(CancelRequest) + Send + Sync>;
 
+/// The most recent events kept per followed trace for its readers.
+const WINDOW: usize = 512;
+
+/// A trace that readers on this instance follow.
+struct Followed {
+    progress: watch::Sender<Progress>,
+    /// The newest events the fetcher has read, in seq order, ending at `read_up_to`.
+    recent: VecDeque<(u64, Arc<str>)>,
+    /// `None` while only a Stop waits on the trace: nothing to read for it.
+    read_up_to: Option<u64>,
+}
+
 pub struct Bus {
     store: Store,
     postgres: PgStore,
-    /// Readers' watches by trace id; dropped when no reader is left.
-    followers: Mutex<HashMap<String, watch::Sender<Progress>>>,
+    /// Followed traces by id; dropped when no reader is left.
+    followers: Mutex<HashMap<String, Followed>>,
+    /// Traces announced with events the fetcher has not read yet.
+    due: Mutex<HashSet<String>>,
+    fetch: Notify,
 }
 
 impl Bus {
@@ -64,24 +82,123 @@ impl Bus {
             store,
             postgres,
             followers: Mutex::new(HashMap::new()),
+            due: Mutex::new(HashSet::new()),
+            fetch: Notify::new(),
         });
         tokio::spawn(bus.clone().listen(on_cancel, stop.clone()));
+        tokio::spawn(bus.clone().fetcher(stop.clone()));
         tokio::spawn(bus.clone().hold_lease(stop));
         bus
     }
 
-    fn followers(&self) -> std::sync::MutexGuard<'_, HashMap<String, watch::Sender<Progress>>> {
+    fn followers(&self) -> std::sync::MutexGuard<'_, HashMap<String, Followed>> {
         self.followers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A watch on `trace_id`'s progress, as notifications report it.
-    pub fn follow(&self, trace_id: &str) -> watch::Receiver<Progress> {
-        self.followers()
+    fn due(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.due
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// A watch on `trace_id`'s progress, for a reader that has read up to `cursor` (`None`: one
+    /// that only waits for the end).
+    pub fn follow(&self, trace_id: &str, cursor: Option<u64>) -> watch::Receiver<Progress> {
+        let mut followers = self.followers();
+        let followed = followers
             .entry(trace_id.to_owned())
-            .or_insert_with(|| watch::channel(Progress::default()).0)
-            .subscribe()
+            .or_insert_with(|| Followed {
+                progress: watch::channel(Progress::default()).0,
+                recent: VecDeque::new(),
+                read_up_to: None,
+            });
+        // A reader further back than the window reads the tables itself; one ahead of an empty
+        // window moves the fetcher on.
+        if followed.recent.is_empty() && cursor > followed.read_up_to {
+            followed.read_up_to = cursor;
+        }
+        followed.progress.subscribe()
+    }
+
+    /// The events after `cursor` from the shared window: `None` when the window does not reach
+    /// back to `cursor` (the reader reads the tables).
+    pub fn recent_after(&self, trace_id: &str, cursor: u64) -> Option<Vec<(u64, Arc<str>)>> {
+        let followers = self.followers();
+        let followed = followers.get(trace_id)?;
+        let read_up_to = followed.read_up_to?;
+        let oldest = followed
+            .recent
+            .front()
+            .map_or(read_up_to, |(seq, _)| seq - 1);
+        if cursor < oldest || cursor > read_up_to {
+            return None;
+        }
+        Some(
+            followed
+                .recent
+                .iter()
+                .filter(|(seq, _)| *seq > cursor)
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// Reads the new events of every trace announced since the last read, in one query.
+    async fn fetcher(self: Arc<Self>, stop: CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = self.fetch.notified() => {}
+            }
+            let due: Vec<String> = self.due().drain().collect();
+            let wanted: Vec<(String, u64)> = {
+                let followers = self.followers();
+                due.into_iter()
+                    .filter_map(|trace| {
+                        let read_up_to = followers.get(&trace)?.read_up_to?;
+                        Some((trace, read_up_to))
+                    })
+                    .collect()
+            };
+            if wanted.is_empty() {
+                continue;
+            }
+            match self.postgres.chunks_after(&wanted).await {
+                Ok(events) => self.take_in(events),
+                Err(error) => {
+                    tracing::warn!(%error, "the bus could not read new events; readers fall back");
+                    self.wake_all();
+                }
+            }
+        }
+    }
+
+    /// Appends what the fetcher read to each trace's window and wakes its readers.
+    fn take_in(&self, events: Vec<TraceEvents>) {
+        let mut followers = self.followers();
+        for (trace_id, chunk) in events {
+            let Some(followed) = followers.get_mut(&trace_id) else {
+                continue;
+            };
+            let Some(mut read_up_to) = followed.read_up_to else {
+                continue;
+            };
+            for (seq, json) in chunk {
+                if seq == read_up_to + 1 {
+                    followed.recent.push_back((seq, json));
+                    read_up_to = seq;
+                }
+            }
+            while followed.recent.len() > WINDOW {
+                followed.recent.pop_front();
+            }
+            followed.read_up_to = Some(read_up_to);
+            followed
+                .progress
+                .send_modify(|progress| progress.last_seq = progress.last_seq.max(read_up_to));
+        }
     }
 
     /// Sends Stop for a run that another instance runs.
@@ -141,27 +258,34 @@ impl Bus {
             return;
         };
         let mut followers = self.followers();
-        let Some(sender) = followers.get(trace_id) else {
+        let Some(followed) = followers.get(trace_id) else {
             return;
         };
-        if sender.receiver_count() == 0 {
+        if followed.progress.receiver_count() == 0 {
             followers.remove(trace_id);
             return;
         }
-        sender.send_modify(|progress| match what {
-            "end" => progress.ended = true,
-            seq => {
-                let seq = seq.parse().unwrap_or(0);
-                progress.last_seq = progress.last_seq.max(seq);
-            }
-        });
+        if what == "end" {
+            followed
+                .progress
+                .send_modify(|progress| progress.ended = true);
+            return;
+        }
+        let announced = what.parse::<u64>().unwrap_or(0);
+        if followed.read_up_to.is_some_and(|read| announced > read) {
+            drop(followers);
+            self.due().insert(trace_id.to_owned());
+            self.fetch.notify_one();
+        }
     }
 
     fn wake_all(&self) {
         let mut followers = self.followers();
-        followers.retain(|_, sender| sender.receiver_count() > 0);
-        for sender in followers.values() {
-            sender.send_modify(|progress| progress.wakes += 1);
+        followers.retain(|_, followed| followed.progress.receiver_count() > 0);
+        for followed in followers.values() {
+            followed
+                .progress
+                .send_modify(|progress| progress.wakes += 1);
         }
     }
 

@@ -51,30 +51,55 @@ pub fn remote(
     trace_id: String,
     after: u64,
 ) -> impl Stream<Item = (u64, Arc<str>)> + Send {
-    let progress = bus.follow(&trace_id);
+    let progress = bus.follow(&trace_id, Some(after));
     stream::unfold(
-        (store, progress, trace_id, after, VecDeque::new(), false),
-        |(store, mut progress, trace_id, cursor, mut pending, mut done)| async move {
+        (
+            store,
+            bus,
+            progress,
+            trace_id,
+            after,
+            VecDeque::new(),
+            false,
+        ),
+        |(store, bus, mut progress, trace_id, cursor, mut pending, mut done)| async move {
+            let mut from_tables = true;
             loop {
                 if let Some((seq, json)) = pending.pop_front() {
-                    return Some(((seq, json), (store, progress, trace_id, seq, pending, done)));
+                    let next = (store, bus, progress, trace_id, seq, pending, done);
+                    return Some(((seq, json), next));
                 }
                 if done {
                     return None;
                 }
-                progress.borrow_and_update();
-                match store.events_after(&trace_id, cursor).await {
-                    Ok(Some((events, ended))) => {
-                        pending.extend(events.into_iter().filter(|(seq, _)| *seq > cursor));
-                        done = ended;
-                    }
-                    Ok(None) => return None,
-                    Err(error) => {
-                        tracing::warn!(%trace_id, %error, "reading another instance's run failed; retrying")
-                    }
+                let state = *progress.borrow_and_update();
+                // The shared window while the run goes; the tables at first, at the end, after
+                // a poll without news, and when the window has moved past this reader.
+                let shared = match (
+                    from_tables || state.ended,
+                    bus.recent_after(&trace_id, cursor),
+                ) {
+                    (false, Some(events)) => Some(events),
+                    _ => None,
+                };
+                match shared {
+                    Some(events) => pending.extend(events),
+                    None => match store.events_after(&trace_id, cursor).await {
+                        Ok(Some((events, ended))) => {
+                            pending.extend(events.into_iter().filter(|(seq, _)| *seq > cursor));
+                            done = ended;
+                        }
+                        Ok(None) => return None,
+                        Err(error) => {
+                            tracing::warn!(%trace_id, %error, "reading another instance's run failed; retrying")
+                        }
+                    },
                 }
+                from_tables = false;
                 if pending.is_empty() && !done {
-                    let _ = tokio::time::timeout(REMOTE_POLL, progress.changed()).await;
+                    from_tables = tokio::time::timeout(REMOTE_POLL, progress.changed())
+                        .await
+                        .is_err();
                 }
             }
         },

@@ -25,10 +25,14 @@ pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
 pub const SHARED_CHECKPOINT_INTERVAL: Duration = Duration::from_millis(10);
 /// About 3 ms of writing each (measured at 5 events per run): what a closing run may wait for.
 const RUNS_PER_TRANSACTION: usize = 100;
+/// On PostgreSQL every commit is a round trip and a WAL flush, and the interval is short: one
+/// transaction per interval for up to this many runs.
+const SHARED_RUNS_PER_TRANSACTION: usize = 2_000;
 
 pub struct Checkpointer {
     store: Store,
     interval: Duration,
+    runs_per_transaction: usize,
     /// Running runs by id, with the last seq stored.
     tracked: Mutex<HashMap<String, Tracked>>,
     /// Runs call `notify_one` on it after a `tool_result`.
@@ -44,13 +48,14 @@ struct Tracked {
 
 impl Checkpointer {
     pub fn new(store: Store) -> Arc<Self> {
-        let interval = match store.postgres() {
-            Some(_) => SHARED_CHECKPOINT_INTERVAL,
-            None => CHECKPOINT_INTERVAL,
+        let (interval, runs_per_transaction) = match store.postgres() {
+            Some(_) => (SHARED_CHECKPOINT_INTERVAL, SHARED_RUNS_PER_TRANSACTION),
+            None => (CHECKPOINT_INTERVAL, RUNS_PER_TRANSACTION),
         };
         Arc::new(Checkpointer {
             store,
             interval,
+            runs_per_transaction,
             tracked: Mutex::new(HashMap::new()),
             wake: Arc::new(Notify::new()),
             writing: tokio::sync::Mutex::new(()),
@@ -112,7 +117,7 @@ impl Checkpointer {
         // the writer's transaction in flight.
         while pending.peek().is_some() {
             let batch: Vec<(String, CheckpointChunk)> =
-                pending.by_ref().take(RUNS_PER_TRANSACTION).collect();
+                pending.by_ref().take(self.runs_per_transaction).collect();
             let _writing = self.writing.lock().await;
             // A run untracked since the gathering has closed its trace: none of its rows may follow.
             let (run_ids, chunks): (Vec<String>, Vec<CheckpointChunk>) = {

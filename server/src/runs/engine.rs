@@ -502,7 +502,7 @@ impl Engine {
                 trace.status
             )));
         };
-        let mut progress = bus.follow(&trace.trace_id);
+        let mut progress = bus.follow(&trace.trace_id, None);
         bus.request_cancel(&crate::bus::CancelRequest {
             run_id: run_id.to_owned(),
             owner_id: owner_id.to_owned(),

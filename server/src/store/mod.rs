@@ -15,7 +15,7 @@ use app::protocol::{fold, CancelledBy, Event, EventKind, Message, MessageStatus}
 use serde::Serialize;
 
 pub use app::models::Trace;
-pub use postgres::{PgStore, HEARTBEAT_INTERVAL};
+pub use postgres::{PgStore, TraceEvents, HEARTBEAT_INTERVAL};
 pub use sqlite::SqliteStore;
 
 use crate::error::{Error, Result};

@@ -39,6 +39,9 @@ pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_se
 /// ...and one whose lease is this old (seconds) is taken for dead.
 const LEASE_SECS: i64 = 6;
 
+/// Some events of one trace: its id, and `(seq, JSON)` of each.
+pub type TraceEvents = (String, Vec<(u64, Arc<str>)>);
+
 /// The columns of a trace row, times as RFC 3339 text and events as JSON text.
 const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
     t.user_message_id, t.model, t.events::text AS events, rfc3339_millis(t.started_at) AS started_at,
@@ -120,6 +123,31 @@ impl PgStore {
                 })
             })
             .await
+    }
+
+    /// For each `(trace_id, after)`, its checkpointed events with seq > `after`, in one query.
+    pub async fn chunks_after(&self, wanted: &[(String, u64)]) -> Result<Vec<TraceEvents>> {
+        let (traces, afters): (Vec<&str>, Vec<i64>) = wanted
+            .iter()
+            .map(|(trace, after)| (trace.as_str(), sql_int(*after)))
+            .unzip();
+        let rows = sqlx::query(
+            "SELECT c.trace_id, x.s AS after, c.events::text AS events
+             FROM unnest($1::text[], $2::bigint[]) AS x(t, s)
+             JOIN trace_event_chunks c ON c.trace_id = x.t AND c.last_seq > x.s
+             ORDER BY c.trace_id, c.first_seq",
+        )
+        .bind(traces)
+        .bind(afters)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let after: i64 = row.try_get("after")?;
+                let events = events_of_array(&row.try_get::<String, _>("events")?, after as u64)?;
+                Ok((row.try_get("trace_id")?, events))
+            })
+            .collect()
     }
 
     /// A trace's events with seq > `after` (JSON each) as stored now, and whether it has ended.
