@@ -46,6 +46,19 @@ async fn follow(
     SseStream::new(request.send().await.expect("GET events"))
 }
 
+/// The one terminal event of a run's events (there must be exactly one).
+fn the_terminal_event(events: &[app::protocol::Event]) -> &app::protocol::Event {
+    let terminal: Vec<_> = events.iter().filter(|e| e.kind.is_terminal()).collect();
+    assert_eq!(terminal.len(), 1, "exactly one terminal event");
+    terminal[0]
+}
+
+/// `GET /api/traces/{trace_id}` of a started run, on the instance at `base`.
+async fn trace_on(client: &reqwest::Client, base: &str, started: &Value) -> Value {
+    let trace_id = started["trace_id"].as_str().expect("trace");
+    get_json_at(client, format!("{base}/api/traces/{trace_id}")).await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on_another() {
     if !postgres::enabled() {
@@ -132,22 +145,9 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
         .await
         .expect("B's stream ends");
     println!("cancel across instances: {:?}", asked.elapsed());
-    let terminal: Vec<_> = ending.iter().filter(|e| e.kind.is_terminal()).collect();
-    assert_eq!(terminal.len(), 1);
-    assert!(
-        is_type(terminal[0], "message_cancelled"),
-        "{:?}",
-        terminal[0]
-    );
-    let trace = get_json_at(
-        &client,
-        format!(
-            "{}/api/traces/{}",
-            b.base,
-            started["trace_id"].as_str().expect("trace")
-        ),
-    )
-    .await;
+    let terminal = the_terminal_event(&ending);
+    assert!(is_type(terminal, "message_cancelled"), "{terminal:?}");
+    let trace = trace_on(&client, &b.base, &started).await;
     assert_eq!(trace["status"], "cancelled");
 
     // Kill A mid-run: B notices within 10 s and ends the run as interrupted, events kept.
@@ -174,22 +174,12 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
         "noticed within 10 s (and a read)"
     );
     let all: Vec<_> = before.iter().chain(&after).cloned().collect();
-    let terminal: Vec<_> = all.iter().filter(|e| e.kind.is_terminal()).collect();
-    assert_eq!(terminal.len(), 1, "exactly one terminal event");
+    let terminal = the_terminal_event(&all);
     assert!(
-        matches!(&terminal[0].kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
-        "{:?}",
-        terminal[0]
+        matches!(&terminal.kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
+        "{terminal:?}"
     );
-    let trace = get_json_at(
-        &client,
-        format!(
-            "{}/api/traces/{}",
-            b.base,
-            second["trace_id"].as_str().expect("trace")
-        ),
-    )
-    .await;
+    let trace = trace_on(&client, &b.base, &second).await;
     assert_eq!(trace["status"], "interrupted");
     assert!(
         trace["events"]

@@ -5,6 +5,7 @@
 //! running, titles, the JSON of messages) is written once here.
 
 mod postgres;
+mod rows;
 mod sqlite;
 mod writer;
 
@@ -82,7 +83,12 @@ impl Store {
     /// and its assistant message (status `streaming`), all in one write. A conversation with a
     /// run still going refuses another (409), atomically.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
-        on_backend!(self, begin_run(new))
+        // The check in the job answers first; the unique constraints hold when two instances
+        // start runs in one conversation at once.
+        on_backend!(self, begin_run(new)).map_err(|error| match is_unique_violation(&error) {
+            true => one_run_at_a_time(),
+            false => error,
+        })
     }
 
     /// Appends checkpointed events (JSON, with their seq) to a running trace.
@@ -132,7 +138,14 @@ impl Store {
         owner_id: &str,
         conversation_id: &str,
     ) -> Result<Vec<Trace>> {
-        on_backend!(self, traces_for_conversation(owner_id, conversation_id))
+        let ids = on_backend!(self, trace_ids_of_conversation(owner_id, conversation_id))?;
+        let mut traces = Vec::with_capacity(ids.len());
+        for trace_id in ids {
+            if let Some(trace) = self.get_trace(owner_id, &trace_id).await? {
+                traces.push(trace);
+            }
+        }
+        Ok(traces)
     }
 
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use sqlx::{Connection, PgConnection, Row};
 
 use crate::{
-    client::{clock_stamp, event_type, unix_micros, RunStream},
+    client::{unix_micros, RunStream},
     server::ServerProcess,
     streams::{scenario, Window, SCENARIO},
     Env,
@@ -78,21 +78,13 @@ async fn follow(
             result.first_event_us = Some(received.saturating_sub(asked));
             window.opened_one();
         }
-        let start = window.start();
-        if received >= window.end() {
+        if !window.record(
+            received,
+            &events,
+            &mut result.latencies_us,
+            &mut result.events,
+        ) {
             return result;
-        }
-        if received < start {
-            continue;
-        }
-        for event in &events {
-            result.events += 1;
-            if event_type(event) != Some("text_delta") {
-                continue;
-            }
-            if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
-                result.latencies_us.push(received.saturating_sub(stamp));
-            }
         }
     }
     result.error = Some("the stream ended early".into());

@@ -54,6 +54,34 @@ impl Window {
         self.end.store(unix_micros(), Ordering::SeqCst);
     }
 
+    /// Counts a chunk read at `received` if it falls in the window, with the latency of each
+    /// clock-stamped delta; `false` once the window has closed.
+    pub fn record(
+        &self,
+        received: u64,
+        events: &[String],
+        latencies_us: &mut Vec<u64>,
+        count: &mut u64,
+    ) -> bool {
+        let start = self.start();
+        if received >= self.end() {
+            return false;
+        }
+        if received < start {
+            return true;
+        }
+        for event in events {
+            *count += 1;
+            if event_type(event) != Some("text_delta") {
+                continue;
+            }
+            if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
+                latencies_us.push(received.saturating_sub(stamp));
+            }
+        }
+        true
+    }
+
     pub fn opened_one(&self) {
         self.opened.fetch_add(1, Ordering::SeqCst);
     }
@@ -102,22 +130,13 @@ pub async fn follow(
             window.opened_one();
             drop(permit.take());
         }
-        let start = window.start.load(Ordering::Relaxed);
-        let end = window.end.load(Ordering::Relaxed);
-        if received >= end {
+        if !window.record(
+            received,
+            &events,
+            &mut result.latencies_us,
+            &mut result.events_in_window,
+        ) {
             return result;
-        }
-        if received < start {
-            continue;
-        }
-        for event in &events {
-            result.events_in_window += 1;
-            if event_type(event) != Some("text_delta") {
-                continue;
-            }
-            if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
-                result.latencies_us.push(received.saturating_sub(stamp));
-            }
         }
     }
     result.error = Some("the stream ended early".into());

@@ -1,9 +1,10 @@
 //! Accounts, sessions and share links in PostgreSQL (see the SQLite store for what each does).
 
-use sqlx::{postgres::PgRow, Row};
+use sqlx::Row;
 
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
+use crate::store::rows;
 use crate::store::{
     is_unique_violation, too_many_shares, StoredUser, TraceShare, MAX_SHARES_PER_TRACE,
 };
@@ -41,14 +42,7 @@ impl PgStore {
             .bind(pg_text(name).as_ref())
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|row| {
-            Ok(StoredUser {
-                user_id: row.try_get("user_id")?,
-                name: row.try_get("name")?,
-                password_hash: row.try_get("password_hash")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(rows::user).transpose()
     }
 
     pub async fn create_session(
@@ -155,7 +149,7 @@ impl PgStore {
         .bind(pg_text(token).as_ref())
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| share_of(&row)).transpose()
+        row.as_ref().map(rows::share).transpose()
     }
 
     pub async fn shares_of(
@@ -182,7 +176,10 @@ impl PgStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(share_of).collect::<Result<_>>().map(Some)
+        rows.iter()
+            .map(rows::share)
+            .collect::<Result<_>>()
+            .map(Some)
     }
 
     pub async fn delete_share(
@@ -210,13 +207,4 @@ impl PgStore {
             })
             .await
     }
-}
-
-fn share_of(row: &PgRow) -> Result<TraceShare> {
-    Ok(TraceShare {
-        token: row.try_get("token")?,
-        trace_id: row.try_get("trace_id")?,
-        owner_id: row.try_get("owner_id")?,
-        created_at: row.try_get("created_at")?,
-    })
 }

@@ -11,13 +11,13 @@ use std::{borrow::Cow, str::FromStr, sync::Arc};
 use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::{Event, Message};
 use sqlx::{
-    postgres::{PgConnectOptions, PgPoolOptions, PgRow},
+    postgres::{PgConnectOptions, PgPoolOptions},
     ConnectOptions, PgConnection, PgPool, Row,
 };
 
 use super::{
-    decode_chunk, decode_message, encode_message, is_unique_violation, one_run_at_a_time, sql_int,
-    title_for, trace_status,
+    decode_chunk, decode_message, encode_message, one_run_at_a_time, rows, sql_int, title_for,
+    trace_status,
     writer::{self, Writer},
     CheckpointChunk, LeftoverRun, ModelTurn, NewRun, OwnedFinish, StartedRun, Trace,
 };
@@ -205,17 +205,7 @@ impl PgStore {
         let instance_id = self.instance_id.to_string();
         self.writer
             .write(move |connection| {
-                Box::pin(async move {
-                    begin_run_in(connection, new, &instance_id)
-                        .await
-                        .map_err(|error| {
-                            if is_unique_violation(&error) {
-                                one_run_at_a_time()
-                            } else {
-                                error
-                            }
-                        })
-                })
+                Box::pin(async move { begin_run_in(connection, new, &instance_id).await })
             })
             .await
     }
@@ -241,24 +231,7 @@ impl PgStore {
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let parse = |column: &str| -> Result<serde_json::Value> {
-                    let text: String = row.try_get(column)?;
-                    serde_json::from_str(&text)
-                        .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
-                };
-                let after_seq: i64 = row.try_get("after_seq")?;
-                Ok(ModelTurn {
-                    model: row.try_get("model")?,
-                    after_seq: after_seq.max(0) as u64,
-                    request: parse("request")?,
-                    response: parse("response")?,
-                    started_at: row.try_get("started_at")?,
-                    completed_at: row.try_get("completed_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::model_turn).collect()
     }
 
     /// Running traces of instances whose lease has expired (or that never had one), and this
@@ -277,16 +250,7 @@ impl PgStore {
         .bind(LEASE_SECS as f64)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(LeftoverRun {
-                    run_id: row.try_get("run_id")?,
-                    trace_id: row.try_get("trace_id")?,
-                    message_id: row.try_get("message_id")?,
-                    started_at: row.try_get("started_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::leftover).collect()
     }
 
     pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
@@ -330,7 +294,7 @@ impl PgStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(summary_from_row).collect()
+        rows.iter().map(rows::summary).collect()
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
@@ -351,7 +315,7 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let summary = summary_from_row(&row)?;
+        let summary = rows::summary(&row)?;
         let rows = sqlx::query(
             "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
         )
@@ -390,12 +354,13 @@ impl PgStore {
             .await
     }
 
-    pub async fn traces_for_conversation(
+    /// The ids of a conversation's traces, oldest first (none for an unknown or foreign one).
+    pub async fn trace_ids_of_conversation(
         &self,
         owner_id: &str,
         conversation_id: &str,
-    ) -> Result<Vec<Trace>> {
-        let rows = sqlx::query(
+    ) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar(
             "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
              WHERE t.conversation_id = $1 AND c.owner_id = $2 ORDER BY t.started_at, t.created_at",
         )
@@ -403,14 +368,7 @@ impl PgStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        let mut traces = Vec::with_capacity(rows.len());
-        for row in rows {
-            let trace_id: String = row.try_get("trace_id")?;
-            if let Some(trace) = self.get_trace(owner_id, &trace_id).await? {
-                traces.push(trace);
-            }
-        }
-        Ok(traces)
+        Ok(ids)
     }
 
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
@@ -442,27 +400,7 @@ impl PgStore {
                 .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
             None => self.checkpointed_events(&trace_id).await?,
         };
-        Ok(Some(Trace {
-            trace_id,
-            run_id: row.try_get("run_id")?,
-            conversation_id: row.try_get("conversation_id")?,
-            message_id: row.try_get("message_id")?,
-            user_message_id: row.try_get("user_message_id")?,
-            model: row.try_get("model")?,
-            status: row.try_get("status")?,
-            started_at: row.try_get("started_at")?,
-            completed_at: row.try_get("completed_at")?,
-            total_tool_calls: row.try_get("total_tool_calls")?,
-            input_tokens: row.try_get("input_tokens")?,
-            output_tokens: row.try_get("output_tokens")?,
-            reasoning_tokens: row.try_get("reasoning_tokens")?,
-            total_tokens_used: row.try_get("total_tokens_used")?,
-            total_duration_ms: row.try_get("total_duration_ms")?,
-            cancelled_by: row.try_get("cancelled_by")?,
-            cancellation_reason: row.try_get("cancellation_reason")?,
-            error_code: row.try_get("error_code")?,
-            events,
-        }))
+        rows::trace(&row, events).map(Some)
     }
 
     /// The read pool (read-only transactions), for tests that read the database directly.
@@ -538,16 +476,6 @@ fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item =
             }
         };
         Some((seq, Arc::from(json)))
-    })
-}
-
-fn summary_from_row(row: &PgRow) -> Result<ConversationSummary> {
-    Ok(ConversationSummary {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        model: row.try_get("model")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
     })
 }
 

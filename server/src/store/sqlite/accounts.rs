@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::rows;
 use crate::store::StoredUser;
 
 impl SqliteStore {
@@ -43,14 +44,7 @@ impl SqliteStore {
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        row.map(|row| {
-            Ok(StoredUser {
-                user_id: row.try_get("user_id")?,
-                name: row.try_get("name")?,
-                password_hash: row.try_get("password_hash")?,
-            })
-        })
-        .transpose()
+        row.as_ref().map(rows::user).transpose()
     }
 
     /// Opens a session; sessions expired by `now` go in the same write.

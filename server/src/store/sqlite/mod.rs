@@ -14,8 +14,8 @@ use sqlx::{
 };
 
 use super::{
-    decode_chunk, decode_message, encode_message, is_unique_violation, one_run_at_a_time, sql_int,
-    title_for, trace_status,
+    decode_chunk, decode_message, encode_message, one_run_at_a_time, rows, sql_int, title_for,
+    trace_status,
     writer::{self, Writer},
     CheckpointChunk, LeftoverRun, NewRun, OwnedFinish, StartedRun, Trace,
 };
@@ -80,17 +80,7 @@ impl SqliteStore {
     /// run still going refuses another (409): the check and the insert are one transaction.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
         self.writer
-            .write(move |connection| {
-                Box::pin(async move {
-                    begin_run_in(connection, new).await.map_err(|error| {
-                        if is_unique_violation(&error) {
-                            one_run_at_a_time()
-                        } else {
-                            error
-                        }
-                    })
-                })
-            })
+            .write(move |connection| Box::pin(async move { begin_run_in(connection, new).await }))
             .await
     }
 
@@ -121,24 +111,7 @@ impl SqliteStore {
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let parse = |column: &str| -> Result<serde_json::Value> {
-                    let text: String = row.try_get(column)?;
-                    serde_json::from_str(&text)
-                        .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
-                };
-                let after_seq: i64 = row.try_get("after_seq")?;
-                Ok(super::ModelTurn {
-                    model: row.try_get("model")?,
-                    after_seq: after_seq.max(0) as u64,
-                    request: parse("request")?,
-                    response: parse("response")?,
-                    started_at: row.try_get("started_at")?,
-                    completed_at: row.try_get("completed_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::model_turn).collect()
     }
 
     /// The traces still marked `running`.
@@ -148,16 +121,7 @@ impl SqliteStore {
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                Ok(LeftoverRun {
-                    run_id: row.try_get("run_id")?,
-                    trace_id: row.try_get("trace_id")?,
-                    message_id: row.try_get("message_id")?,
-                    started_at: row.try_get("started_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(rows::leftover).collect()
     }
 
     /// A stored message's body (JSON) and creation time.
@@ -198,7 +162,7 @@ impl SqliteStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(summary_from_row).collect()
+        rows.iter().map(rows::summary).collect()
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
@@ -215,7 +179,7 @@ impl SqliteStore {
         else {
             return Ok(None);
         };
-        let summary = summary_from_row(&row)?;
+        let summary = rows::summary(&row)?;
         let rows =
             sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
                 .bind(id)
@@ -252,13 +216,13 @@ impl SqliteStore {
         self.trace_where("t.trace_id = ?", owner_id, trace_id).await
     }
 
-    /// Every trace of a conversation, oldest first (empty for an unknown or foreign conversation).
-    pub async fn traces_for_conversation(
+    /// The ids of a conversation's traces, oldest first (none for an unknown or foreign one).
+    pub async fn trace_ids_of_conversation(
         &self,
         owner_id: &str,
         conversation_id: &str,
-    ) -> Result<Vec<Trace>> {
-        let rows = sqlx::query(
+    ) -> Result<Vec<String>> {
+        let ids = sqlx::query_scalar(
             "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
              WHERE t.conversation_id = ? AND c.owner_id = ? ORDER BY t.started_at, t.created_at",
         )
@@ -266,14 +230,7 @@ impl SqliteStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        let mut traces = Vec::with_capacity(rows.len());
-        for row in rows {
-            let trace_id: String = row.try_get("trace_id")?;
-            if let Some(trace) = self.get_trace(owner_id, &trace_id).await? {
-                traces.push(trace);
-            }
-        }
-        Ok(traces)
+        Ok(ids)
     }
 
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
@@ -305,27 +262,7 @@ impl SqliteStore {
                 .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
             None => self.checkpointed_events(&trace_id).await?,
         };
-        Ok(Some(Trace {
-            trace_id,
-            run_id: row.try_get("run_id")?,
-            conversation_id: row.try_get("conversation_id")?,
-            message_id: row.try_get("message_id")?,
-            user_message_id: row.try_get("user_message_id")?,
-            model: row.try_get("model")?,
-            status: row.try_get("status")?,
-            started_at: row.try_get("started_at")?,
-            completed_at: row.try_get("completed_at")?,
-            total_tool_calls: row.try_get("total_tool_calls")?,
-            input_tokens: row.try_get("input_tokens")?,
-            output_tokens: row.try_get("output_tokens")?,
-            reasoning_tokens: row.try_get("reasoning_tokens")?,
-            total_tokens_used: row.try_get("total_tokens_used")?,
-            total_duration_ms: row.try_get("total_duration_ms")?,
-            cancelled_by: row.try_get("cancelled_by")?,
-            cancellation_reason: row.try_get("cancellation_reason")?,
-            error_code: row.try_get("error_code")?,
-            events,
-        }))
+        rows::trace(&row, events).map(Some)
     }
 
     /// The read-only pool, for tests and tools that read the database directly.
@@ -384,16 +321,6 @@ async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<
         .execute(&mut *tx)
         .await?;
     Ok(())
-}
-
-fn summary_from_row(row: &sqlx::sqlite::SqliteRow) -> Result<ConversationSummary> {
-    Ok(ConversationSummary {
-        id: row.try_get("id")?,
-        title: row.try_get("title")?,
-        model: row.try_get("model")?,
-        created_at: row.try_get("created_at")?,
-        updated_at: row.try_get("updated_at")?,
-    })
 }
 
 async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedRun> {

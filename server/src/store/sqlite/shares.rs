@@ -5,6 +5,7 @@ use sqlx::Row;
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::rows;
 use crate::store::{too_many_shares, TraceShare, MAX_SHARES_PER_TRACE};
 
 impl SqliteStore {
@@ -51,7 +52,7 @@ impl SqliteStore {
         .bind(token)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| share_of(&row)).transpose()
+        row.as_ref().map(rows::share).transpose()
     }
 
     /// A trace's links, oldest first; `None` when the trace is not `owner_id`'s.
@@ -79,7 +80,10 @@ impl SqliteStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(share_of).collect::<Result<_>>().map(Some)
+        rows.iter()
+            .map(rows::share)
+            .collect::<Result<_>>()
+            .map(Some)
     }
 
     /// Revokes a link of `owner_id`'s trace; `NotFound` when there is no such link.
@@ -108,13 +112,4 @@ impl SqliteStore {
             })
             .await
     }
-}
-
-fn share_of(row: &sqlx::sqlite::SqliteRow) -> Result<TraceShare> {
-    Ok(TraceShare {
-        token: row.try_get("token")?,
-        trace_id: row.try_get("trace_id")?,
-        owner_id: row.try_get("owner_id")?,
-        created_at: row.try_get("created_at")?,
-    })
 }
