@@ -20,6 +20,7 @@ current_step="setup"
 ensure_build_tools
 ensure_rust_components
 ensure_browser_tools
+ensure_mcp_servers
 ensure_postgres
 
 # A test run builds once: incremental state (7 GB on a fresh clone) only costs disk here.

@@ -148,6 +148,12 @@ ensure_browser_tools() {
   npm_ci_in end2end
 }
 
+# The MCP servers the tests start for real (tools/mcp: @modelcontextprotocol/server-everything).
+ensure_mcp_servers() {
+  ensure_node
+  npm_ci_in tools/mcp
+}
+
 # Builds the server and the hydrate bundle. Release when wasm-opt is available, else debug.
 build_site() {
   ensure_wasm_opt

@@ -92,11 +92,17 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
                 config.workspace.display()
             )
         })?;
-    let tools = ToolRegistry::new(workspace, config.tool_timeout(), config.enable_test_tools);
     let providers = match &config.providers_file {
         Some(path) => providers::Providers::load(path)?,
         None => providers::Providers::default(),
     };
+    let mcp = tools::mcp::McpHub::start(providers.mcp_servers.clone()).await;
+    let tools = ToolRegistry::new(
+        workspace,
+        config.tool_timeout(),
+        config.enable_test_tools,
+        Arc::new(mcp),
+    );
     let engine = Engine::new(
         store.clone(),
         Agents::new(config.scenarios_dir.clone(), providers),

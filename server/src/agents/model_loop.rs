@@ -53,6 +53,7 @@ impl Agent for ModelAgent {
             let tools: Vec<ToolSchema> = context
                 .tools
                 .all()
+                .iter()
                 .map(|tool| ToolSchema {
                     name: tool.name().to_owned(),
                     description: tool.description().to_owned(),

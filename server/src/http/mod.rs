@@ -67,6 +67,7 @@ pub fn router(state: AppState) -> Router {
         .route("/api/runs/{run_id}/events", get(chat::events))
         .route("/api/runs/{run_id}/cancel", post(chat::cancel))
         .route("/api/models", get(read::models))
+        .route("/api/tools", get(read::tools))
         .route("/api/traces/{trace_id}", get(read::trace))
         .route(
             "/api/traces/{trace_id}/inspector.json",

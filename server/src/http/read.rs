@@ -58,6 +58,11 @@ pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
     Json(serde_json::json!({ "models": models, "default": default }))
 }
 
+/// `GET /api/tools`: the tools a run may call now, and each MCP server's state.
+pub async fn tools(State(state): State<AppState>) -> Json<serde_json::Value> {
+    Json(state.engine.tools().describe())
+}
+
 /// `GET /api/traces/{trace_id}/inspector.json`: the Agent Inspector list (seed 003).
 pub async fn inspector(
     State(state): State<AppState>,

@@ -15,7 +15,7 @@ use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::agents::BoxFuture;
+use crate::{agents::BoxFuture, tools::mcp::McpServerConfig};
 pub use anthropic::Anthropic;
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
@@ -23,7 +23,11 @@ pub use openai_responses::OpenAiResponses;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProvidersFile {
+    #[serde(default)]
     pub providers: Vec<ProviderConfig>,
+    /// MCP tool servers by name, in the shape other MCP clients use (docs/providers.md).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
     /// Model turns per run before it ends with `step_limit`.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
@@ -169,6 +173,8 @@ struct Configured {
 pub struct Providers {
     providers: BTreeMap<String, Configured>,
     pub max_steps: u32,
+    /// Started by the tool registry, not here.
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 impl Providers {
@@ -226,9 +232,13 @@ impl Providers {
                 },
             );
         }
+        for name in file.mcp_servers.keys() {
+            crate::tools::mcp::check_server_name(name)?;
+        }
         Ok(Providers {
             providers,
             max_steps: file.max_steps.max(1),
+            mcp_servers: file.mcp_servers,
         })
     }
 

@@ -4,6 +4,7 @@
 
 mod grep_search;
 mod list_dir;
+pub mod mcp;
 mod read_file;
 mod test_tools;
 mod workspace;
@@ -33,9 +34,9 @@ use crate::{runs::Run, sanitize::MAX_TOOL_OUTPUT_CHARS};
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
 
 pub trait Tool: Send + Sync + 'static {
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &str;
     /// What the model reads to decide when to call it.
-    fn description(&self) -> &'static str;
+    fn description(&self) -> &str;
     /// JSON Schema of the arguments object.
     fn parameters(&self) -> Value;
     /// A human-readable line for the UI, computed from the arguments ("Searching for 'TODO'…").
@@ -165,16 +166,22 @@ pub fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> 
     }
 }
 
-/// The tools a run may call, by name.
+/// The tools a run may call, by name: the built-in ones and those of the MCP servers.
 pub struct ToolRegistry {
-    tools: BTreeMap<&'static str, Arc<dyn Tool>>,
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+    mcp: Arc<mcp::McpHub>,
     workspace: Arc<Workspace>,
     timeout: Duration,
     blocking_slots: Arc<Semaphore>,
 }
 
 impl ToolRegistry {
-    pub fn new(workspace: Workspace, timeout: Duration, enable_test_tools: bool) -> Self {
+    pub fn new(
+        workspace: Workspace,
+        timeout: Duration,
+        enable_test_tools: bool,
+        mcp: Arc<mcp::McpHub>,
+    ) -> Self {
         let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(grep_search::GrepSearch),
             Arc::new(read_file::ReadFile),
@@ -185,19 +192,69 @@ impl ToolRegistry {
             tools.push(Arc::new(test_tools::Fail));
         }
         ToolRegistry {
-            tools: tools.into_iter().map(|tool| (tool.name(), tool)).collect(),
+            tools: tools
+                .into_iter()
+                .map(|tool| (tool.name().to_owned(), tool))
+                .collect(),
+            mcp,
             workspace: Arc::new(workspace),
             timeout,
             blocking_slots: Arc::new(Semaphore::new(BLOCKING_TOOL_SLOTS)),
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        match self.tools.get(name) {
+            Some(tool) => Some(tool.clone()),
+            None => self.mcp.tool(name).map(|tool| tool as Arc<dyn Tool>),
+        }
     }
 
-    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
-        self.tools.values()
+    /// The built-in tools, then every running MCP server's.
+    pub fn all(&self) -> Vec<Arc<dyn Tool>> {
+        let mcp = self
+            .mcp
+            .tools()
+            .into_iter()
+            .map(|tool| tool as Arc<dyn Tool>);
+        self.tools.values().cloned().chain(mcp).collect()
+    }
+
+    pub fn mcp(&self) -> &Arc<mcp::McpHub> {
+        &self.mcp
+    }
+
+    /// What `GET /api/tools` answers: every tool (name, description, source) and every MCP
+    /// server's state.
+    pub fn describe(&self) -> Value {
+        let tools: Vec<Value> = self
+            .all()
+            .iter()
+            .map(|tool| {
+                let mut entry = serde_json::json!({
+                    "name": tool.name(),
+                    "description": tool.description(),
+                    "source": "builtin",
+                });
+                if let Some((server, tool)) = tool.name().split_once(mcp::NAME_SEPARATOR) {
+                    entry["source"] = "mcp".into();
+                    entry["server"] = server.into();
+                    entry["tool"] = tool.into();
+                }
+                entry
+            })
+            .collect();
+        let servers: Vec<Value> = self
+            .mcp
+            .servers()
+            .iter()
+            .map(|server| {
+                let mut entry = serde_json::to_value(server.status()).unwrap_or_default();
+                entry["name"] = server.name().into();
+                entry
+            })
+            .collect();
+        serde_json::json!({ "tools": tools, "mcp_servers": servers })
     }
 
     pub fn workspace(&self) -> &Arc<Workspace> {
@@ -234,7 +291,7 @@ pub async fn execute(
     let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
     for (index, call) in calls.into_iter().enumerate() {
         let call_id = crate::runs::new_id("call");
-        let tool = registry.get(&call.name).cloned();
+        let tool = registry.get(&call.name);
         run.emit(EventKind::ToolCallStarted {
             call_id: call_id.clone(),
             name: call.name.clone(),

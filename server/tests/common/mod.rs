@@ -363,7 +363,7 @@ pub fn db_path(dir: &TempDir) -> PathBuf {
 
 // The real binary, for what only `glassbox::run` sets up (signals, connection limits).
 
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .map(|a| a.port())

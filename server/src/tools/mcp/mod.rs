@@ -1,0 +1,391 @@
+//! MCP tool servers, through the official Rust SDK (`rmcp`). Each server configured in the
+//! providers file (`mcp_servers`) is started once at start-up and restarted with backoff when it
+//! dies; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
+//! built-in ones. A server that fails to start is logged and reported by `GET /api/tools`; the
+//! rest works.
+
+mod call;
+mod content;
+
+use std::{
+    collections::BTreeMap,
+    path::PathBuf,
+    sync::{Arc, RwLock},
+    time::{Duration, Instant},
+};
+
+use rmcp::{
+    handler::client::progress::ProgressDispatcher,
+    model::{ClientCapabilities, ClientConfig, Implementation, ProgressNotificationParam},
+    service::{NotificationContext, RunningService},
+    transport::{
+        streamable_http_client::StreamableHttpClientTransportConfig, StreamableHttpClientTransport,
+        TokioChildProcess,
+    },
+    ClientHandler, Peer, RoleClient, ServiceExt,
+};
+use serde::{Deserialize, Serialize};
+use tokio::io::AsyncBufReadExt;
+
+pub use call::McpTool;
+
+/// Separates the server's name from its tool's in the name the model sees.
+pub const NAME_SEPARATOR: &str = "__";
+/// How long a server gets to start and list its tools.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// Restart delays after a server dies or fails to start, doubling up to the last.
+const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
+const MAX_RESTART_DELAY: Duration = Duration::from_secs(60);
+/// A server that stayed up this long restarts after the first delay again.
+const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// One server of `mcp_servers`, in the shape other MCP clients use: a command (stdio) or a URL.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(untagged)]
+pub enum McpServerConfig {
+    Stdio(StdioConfig),
+    Http(HttpConfig),
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StdioConfig {
+    pub command: String,
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Added to the server's environment. A value `${NAME}` is read from Glassbox's own
+    /// environment, so secrets need not be written into the file. Values are never logged.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HttpConfig {
+    pub url: String,
+    /// Sent with every request, e.g. `{"Authorization": "Bearer ${GITHUB_TOKEN}"}`; `${NAME}`
+    /// values as in `env`. Never logged.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// Whether a server is usable, as `GET /api/tools` reports it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum ServerStatus {
+    Starting,
+    /// `pid` is the process of a stdio server.
+    Running {
+        tools: usize,
+        pid: Option<u32>,
+    },
+    Failed {
+        error: String,
+    },
+}
+
+/// Checks a server name: letters, digits, `-` and `_`, without the separator.
+pub fn check_server_name(name: &str) -> Result<(), String> {
+    let valid = !name.is_empty()
+        && name.len() <= 32
+        && !name.contains(NAME_SEPARATOR)
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if valid {
+        Ok(())
+    } else {
+        Err(format!(
+            "MCP server name '{name}' is not allowed: use at most 32 letters, digits, '-' and '_', \
+             without '__'"
+        ))
+    }
+}
+
+/// Receives what a server sends on its own: the progress of our calls.
+#[derive(Clone)]
+struct Handler {
+    progress: ProgressDispatcher,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.progress.handle_notification(params).await;
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("glassbox", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// What a running server offers now.
+#[derive(Default)]
+struct Connection {
+    peer: Option<Peer<RoleClient>>,
+    tools: Vec<Arc<McpTool>>,
+}
+
+/// One configured server and its current connection.
+pub struct McpServer {
+    name: String,
+    config: McpServerConfig,
+    handler: Handler,
+    connection: RwLock<Connection>,
+    status: RwLock<ServerStatus>,
+}
+
+impl McpServer {
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    pub fn status(&self) -> ServerStatus {
+        self.status
+            .read()
+            .map(|status| status.clone())
+            .unwrap_or(ServerStatus::Starting)
+    }
+
+    fn peer(&self) -> Option<Peer<RoleClient>> {
+        self.connection.read().ok()?.peer.clone()
+    }
+
+    fn tools(&self) -> Vec<Arc<McpTool>> {
+        self.connection
+            .read()
+            .map(|connection| connection.tools.clone())
+            .unwrap_or_default()
+    }
+
+    fn set(&self, connection: Connection, status: ServerStatus) {
+        if let Ok(mut slot) = self.connection.write() {
+            *slot = connection;
+        }
+        if let Ok(mut slot) = self.status.write() {
+            *slot = status;
+        }
+    }
+
+    /// Starts the server, lists its tools, and publishes them.
+    async fn connect(self: &Arc<Self>) -> Result<RunningService<RoleClient, Handler>, String> {
+        let (service, pid) = match &self.config {
+            McpServerConfig::Stdio(config) => {
+                let transport = self.spawn(config)?;
+                let pid = transport.id();
+                (self.handler.clone().serve(transport).await, pid)
+            }
+            McpServerConfig::Http(config) => {
+                let transport = http_transport(config)?;
+                (self.handler.clone().serve(transport).await, None)
+            }
+        };
+        let service = service.map_err(|error| format!("the MCP handshake failed: {error}"))?;
+        let listed = service
+            .peer()
+            .list_all_tools()
+            .await
+            .map_err(|error| format!("listing its tools failed: {error}"))?;
+        let tools: Vec<Arc<McpTool>> = listed
+            .into_iter()
+            .map(|tool| Arc::new(McpTool::new(self.clone(), tool)))
+            .collect();
+        let count = tools.len();
+        self.set(
+            Connection {
+                peer: Some(service.peer().clone()),
+                tools,
+            },
+            ServerStatus::Running { tools: count, pid },
+        );
+        Ok(service)
+    }
+
+    /// Spawns a stdio server with its stderr read into our logs. It dies with us (Linux).
+    fn spawn(&self, config: &StdioConfig) -> Result<TokioChildProcess, String> {
+        let mut command = tokio::process::Command::new(&config.command);
+        command.args(&config.args).kill_on_drop(true);
+        for (key, value) in &config.env {
+            command.env(key, expand_env(value));
+        }
+        if let Some(cwd) = &config.cwd {
+            command.current_dir(cwd);
+        }
+        die_with_parent(&mut command);
+        let (transport, stderr) = TokioChildProcess::builder(command)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|error| format!("cannot start `{}`: {error}", config.command))?;
+        if let Some(stderr) = stderr {
+            let server = self.name.clone();
+            tokio::spawn(async move {
+                let mut lines = tokio::io::BufReader::new(stderr).lines();
+                while let Ok(Some(line)) = lines.next_line().await {
+                    let line = crate::redact::redact_text(&line);
+                    tracing::info!(target: "glassbox::mcp", server = %server, "{line}");
+                }
+            });
+        }
+        Ok(transport)
+    }
+
+    /// Keeps the server running: restarts it with backoff whenever it ends or fails to start.
+    /// `ready` is told after the first attempt.
+    async fn supervise(self: Arc<Self>, ready: tokio::sync::oneshot::Sender<()>) {
+        let mut ready = Some(ready);
+        let mut delay = FIRST_RESTART_DELAY;
+        loop {
+            let started = Instant::now();
+            let attempt = tokio::time::timeout(START_TIMEOUT, self.connect()).await;
+            let service = match attempt {
+                Ok(Ok(service)) => Some(service),
+                Ok(Err(error)) => {
+                    self.failed(error);
+                    None
+                }
+                Err(_) => {
+                    self.failed(format!(
+                        "it did not start within {} s",
+                        START_TIMEOUT.as_secs()
+                    ));
+                    None
+                }
+            };
+            if let Some(ready) = ready.take() {
+                let _ = ready.send(());
+            }
+            if let Some(service) = service {
+                tracing::info!(server = %self.name, tools = self.tools().len(), "MCP server started");
+                let reason = service.waiting().await;
+                self.failed(format!("it stopped ({reason:?})"));
+                if started.elapsed() > STABLE_AFTER {
+                    delay = FIRST_RESTART_DELAY;
+                }
+            }
+            tracing::warn!(server = %self.name, delay_s = delay.as_secs(), "restarting the MCP server");
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(MAX_RESTART_DELAY);
+        }
+    }
+
+    fn failed(&self, error: String) {
+        tracing::error!(server = %self.name, %error, "MCP server unavailable");
+        self.set(Connection::default(), ServerStatus::Failed { error });
+    }
+}
+
+/// A Streamable HTTP connection to `config.url`, with its headers.
+fn http_transport(
+    config: &HttpConfig,
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+    use reqwest_mcp::header::{HeaderName, HeaderValue};
+    let mut headers = std::collections::HashMap::new();
+    for (name, value) in &config.headers {
+        let name = HeaderName::try_from(name.as_str())
+            .map_err(|_| format!("'{name}' is not a valid header name"))?;
+        let value = HeaderValue::try_from(expand_env(value))
+            .map_err(|_| format!("the value of header '{name}' is not valid"))?;
+        headers.insert(name, value);
+    }
+    // The process-wide TLS provider: ring, as for the model providers' client.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let client = reqwest_mcp::Client::builder()
+        .connect_timeout(Duration::from_secs(10))
+        .build()
+        .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+    let transport_config =
+        StreamableHttpClientTransportConfig::with_uri(config.url.as_str()).custom_headers(headers);
+    Ok(StreamableHttpClientTransport::with_client(
+        client,
+        transport_config,
+    ))
+}
+
+/// `${NAME}` is read from our environment; anything else is taken as written.
+fn expand_env(value: &str) -> String {
+    match value
+        .strip_prefix("${")
+        .and_then(|rest| rest.strip_suffix('}'))
+    {
+        Some(name) => std::env::var(name).unwrap_or_default(),
+        None => value.to_owned(),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut tokio::process::Command) {
+    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut tokio::process::Command) {}
+
+/// Every configured MCP server.
+#[derive(Default)]
+pub struct McpHub {
+    servers: Vec<Arc<McpServer>>,
+}
+
+impl McpHub {
+    /// Starts every server and waits for each one's first attempt (at most [`START_TIMEOUT`]),
+    /// so the first run already sees their tools. Failures are logged, not fatal.
+    pub async fn start(configs: BTreeMap<String, McpServerConfig>) -> Self {
+        let mut servers = Vec::new();
+        let mut waiting = Vec::new();
+        for (name, config) in configs {
+            let server = Arc::new(McpServer {
+                handler: Handler {
+                    progress: ProgressDispatcher::new(),
+                },
+                name,
+                config,
+                connection: RwLock::new(Connection::default()),
+                status: RwLock::new(ServerStatus::Starting),
+            });
+            let (ready, started) = tokio::sync::oneshot::channel();
+            tokio::spawn(server.clone().supervise(ready));
+            servers.push(server);
+            waiting.push(started);
+        }
+        for started in waiting {
+            let _ = started.await;
+        }
+        McpHub { servers }
+    }
+
+    pub fn servers(&self) -> &[Arc<McpServer>] {
+        &self.servers
+    }
+
+    /// A tool by the name the model sees (`<server>__<tool>`).
+    pub fn tool(&self, name: &str) -> Option<Arc<McpTool>> {
+        let (server, _) = name.split_once(NAME_SEPARATOR)?;
+        let server = self.servers.iter().find(|s| s.name == server)?;
+        server
+            .tools()
+            .into_iter()
+            .find(|tool| tool.full_name() == name)
+    }
+
+    /// Every tool of every running server.
+    pub fn tools(&self) -> Vec<Arc<McpTool>> {
+        self.servers
+            .iter()
+            .flat_map(|server| server.tools())
+            .collect()
+    }
+}

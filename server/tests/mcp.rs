@@ -1,0 +1,310 @@
+//! MCP tools through a real MCP server from npm, `@modelcontextprotocol/server-everything`
+//! (installed in `tools/mcp/` by `scripts/test.sh`), started over stdio by the server under test.
+
+mod common;
+
+use std::{
+    path::PathBuf,
+    time::{Duration, Instant},
+};
+
+use app::protocol::{EventKind, ToolResultStatus};
+use common::*;
+use serde_json::{json, Value};
+
+/// The everything server's entry point; the test command installs it.
+fn everything() -> PathBuf {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci` in tools/mcp (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// A server whose providers file configures `everything` and, with `broken`, a server that
+/// cannot start.
+async fn start(broken: bool) -> TestServer {
+    let dir = test_dir();
+    let mut servers = json!({
+        "everything": {"command": "node", "args": [everything(), "stdio"]}
+    });
+    if broken {
+        servers["broken"] = json!({"command": dir.path().join("no-such-program")});
+    }
+    start_with_servers(dir, servers).await
+}
+
+async fn start_with_servers(dir: std::sync::Arc<tempfile::TempDir>, servers: Value) -> TestServer {
+    let file = dir.path().join("providers.json");
+    std::fs::write(&file, json!({ "mcp_servers": servers }).to_string()).expect("write");
+    TestServer::start_with(dir, |config| config.providers_file = Some(file)).await
+}
+
+fn tool_result(
+    events: &[app::protocol::Event],
+) -> (ToolResultStatus, Option<String>, Option<String>) {
+    events
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::ToolResult {
+                status,
+                output,
+                error,
+                ..
+            } => Some((
+                *status,
+                output.clone(),
+                error.as_ref().map(|e| e.kind.clone()),
+            )),
+            _ => None,
+        })
+        .expect("a tool_result")
+}
+
+fn one_call(server: &TestServer, name: &str, tool: &str, args: Value) {
+    server.scenario(
+        name,
+        json!({"steps": [{"tool_calls": [{"name": tool, "args": args}]}, {"text": "done"}]}),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn its_tools_are_listed_beside_the_built_in_ones_and_a_broken_server_does_not_stop_the_rest()
+{
+    let server = start(true).await;
+    let (status, listed) = server.get_json("/api/tools").await;
+    assert_eq!(status, 200);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|tool| tool["name"].as_str())
+        .collect();
+    assert!(names.contains(&"read_file"), "{names:?}");
+    assert!(names.contains(&"everything__echo"), "{names:?}");
+    let echo = listed["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["name"] == "everything__echo"))
+        .expect("echo");
+    assert_eq!(echo["source"], "mcp");
+    assert_eq!(echo["server"], "everything");
+    let servers = listed["mcp_servers"].as_array().expect("servers");
+    let state = |name: &str| {
+        servers
+            .iter()
+            .find(|s| s["name"] == name)
+            .map(|s| s["state"].clone())
+    };
+    assert_eq!(state("everything"), Some(json!("running")));
+    assert_eq!(state("broken"), Some(json!("failed")), "{servers:?}");
+
+    // The model sees the tool's JSON schema.
+    let tools = server.engine.tools().all();
+    let echo = tools
+        .iter()
+        .find(|tool| tool.name() == "everything__echo")
+        .expect("echo");
+    assert_eq!(echo.parameters()["properties"]["message"]["type"], "string");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_returns_its_text_and_a_readable_line_for_an_image() {
+    let server = start(false).await;
+    one_call(
+        &server,
+        "echo",
+        "everything__echo",
+        json!({"message": "hello there"}),
+    );
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert!(
+        output
+            .as_deref()
+            .unwrap_or_default()
+            .contains("hello there"),
+        "{output:?}"
+    );
+
+    one_call(&server, "image", "everything__get-tiny-image", json!({}));
+    let events = server
+        .chat_stream("scenario:image", "image")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    let output = output.unwrap_or_default();
+    assert!(output.contains("[image: image/png,"), "{output}");
+    assert!(
+        !output.contains("iVBOR"),
+        "no image bytes in the output: {output}"
+    );
+
+    one_call(&server, "bad", "everything__get-sum", json!({"a": "one"}));
+    let events = server
+        .chat_stream("scenario:bad", "bad")
+        .await
+        .collect()
+        .await;
+    let (status, _, error) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Error, "{error:?}");
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_streams_into_the_call_and_stop_ends_it_at_once() {
+    let server = start(false).await;
+    one_call(
+        &server,
+        "long",
+        "everything__trigger-long-running-operation",
+        json!({"duration": 30, "steps": 60}),
+    );
+    let run = server.start_run("scenario:long", "go").await;
+    let run_id = run["run_id"].as_str().expect("run id").to_owned();
+    let mut stream = server.subscribe(&run_id, None).await;
+    let progress = stream
+        .until(|event| {
+            matches!(&event.kind, EventKind::ToolCallUpdate { progress: Some(p), .. }
+                if p["progress"].as_f64() >= Some(2.0))
+        })
+        .await;
+    let last = progress.last().expect("an update");
+    let EventKind::ToolCallUpdate {
+        progress: Some(report),
+        ..
+    } = &last.kind
+    else {
+        unreachable!()
+    };
+    assert_eq!(report["total"], json!(60.0));
+
+    let stopped = Instant::now();
+    let (status, _) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+    let rest = stream.until(|event| event.kind.is_terminal()).await;
+    let waited = stopped.elapsed();
+    assert!(
+        matches!(
+            rest.last().map(|e| &e.kind),
+            Some(EventKind::MessageCancelled { .. })
+        ),
+        "{:?}",
+        rest.last()
+    );
+    let (status, _, _) = tool_result(&rest);
+    assert_eq!(status, ToolResultStatus::Cancelled);
+    // The server keeps sleeping through its 30 s; the run does not wait for it.
+    assert!(waited < Duration::from_secs(5), "Stop took {waited:?}");
+
+    // The server still answers afterwards.
+    one_call(
+        &server,
+        "echo",
+        "everything__echo",
+        json!({"message": "still here"}),
+    );
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_dies_is_restarted_and_its_tools_come_back() {
+    let server = start(false).await;
+    let pid = |listed: &Value| listed["mcp_servers"][0]["pid"].as_u64();
+    let (_, listed) = server.get_json("/api/tools").await;
+    let first = pid(&listed).expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        if listed["mcp_servers"][0]["state"] == "running" && pid(&listed) != Some(first) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not restarted: {listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    one_call(
+        &server,
+        "echo",
+        "everything__echo",
+        json!({"message": "back"}),
+    );
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamable_http_server_is_reached_by_its_url() {
+    let port = free_port();
+    let mut everything_http = tokio::process::Command::new("node")
+        .args([everything().as_os_str(), "streamableHttp".as_ref()])
+        .env("PORT", port.to_string())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("start the everything server over HTTP");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .is_err()
+    {
+        assert!(
+            Instant::now() < deadline,
+            "the HTTP MCP server did not start"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let servers = json!({"remote": {
+        "url": format!("http://127.0.0.1:{port}/mcp"),
+        "headers": {"X-Team": "glassbox"}
+    }});
+    let server = start_with_servers(test_dir(), servers).await;
+    let (_, listed) = server.get_json("/api/tools").await;
+    assert_eq!(listed["mcp_servers"][0]["state"], "running", "{listed}");
+    one_call(
+        &server,
+        "echo",
+        "remote__echo",
+        json!({"message": "over http"}),
+    );
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert!(output.unwrap_or_default().contains("over http"));
+    server.stop().await;
+    let _ = everything_http.kill().await;
+}
