@@ -8,8 +8,10 @@
 //!   short window of recent events per trace that all its readers on this instance share. A
 //!   reader behind that window, or one woken by the 1 s poll after a lost notification, reads
 //!   the tables itself.
-//! - `glassbox_cancel`, payload `{"run_id", "owner_id", "reason"}`: Stop pressed on an instance
-//!   that does not run the run; the one that does cancels it.
+//! - `glassbox_cancel`, payload `{"run_id", "owner_id", "reason", "approval"?}`: Stop pressed on
+//!   an instance that does not run the run; the one that does cancels it. With `approval`
+//!   (`{"call_id", "decision", "by"}`) it is instead an answer to an approval request, and
+//!   `reason` is the answer's reason.
 //!
 //! Each instance also refreshes its lease every 2 s and ends, as interrupted, the runs of any
 //! instance whose lease is 6 s old (see `PgStore::leftover_runs`).
@@ -37,12 +39,23 @@ pub struct Progress {
     pub wakes: u64,
 }
 
-/// Stop, sent to whichever instance runs the run.
+/// Stop, or with `approval` an answer to an approval request, sent to whichever instance runs
+/// the run.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct CancelRequest {
     pub run_id: String,
     pub owner_id: String,
     pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<ForwardedApproval>,
+}
+
+/// An answer given on an instance that does not run the run.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ForwardedApproval {
+    pub call_id: String,
+    pub decision: app::protocol::ApprovalDecision,
+    pub by: String,
 }
 
 type OnCancel = Box<dyn Fn(CancelRequest) + Send + Sync>;

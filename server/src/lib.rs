@@ -102,6 +102,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         config.tool_timeout(),
         config.enable_test_tools,
         Arc::new(mcp),
+        providers.approval.clone(),
     );
     let engine = Engine::new(
         store.clone(),

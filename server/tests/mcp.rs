@@ -39,7 +39,9 @@ async fn start(broken: bool) -> TestServer {
 
 async fn start_with_servers(dir: std::sync::Arc<tempfile::TempDir>, servers: Value) -> TestServer {
     let file = dir.path().join("providers.json");
-    std::fs::write(&file, json!({ "mcp_servers": servers }).to_string()).expect("write");
+    // MCP tools ask for approval unless told otherwise (tests/approval.rs covers asking).
+    let providers = json!({ "mcp_servers": servers, "approval": {"mcp": "auto"} });
+    std::fs::write(&file, providers.to_string()).expect("write");
     TestServer::start_with(dir, |config| config.providers_file = Some(file)).await
 }
 

@@ -171,7 +171,7 @@ fn find_assistant(entries: &[Entry], message_id: &str) -> Option<MessageModel> {
 }
 
 #[cfg(feature = "hydrate")]
-pub use browser::{follow_run, stop_following, stop_run};
+pub use browser::{answer_approval, follow_run, stop_following, stop_run};
 
 #[cfg(feature = "hydrate")]
 mod browser {
@@ -222,6 +222,29 @@ mod browser {
         let _ = state
             .following
             .try_update_value(|following| following.take());
+    }
+
+    /// Approves or denies a call; the stream then brings `tool_approval_resolved`. 409: someone
+    /// answered first, and their answer is on its way.
+    pub async fn answer_approval(
+        run_id: &str,
+        call_id: &str,
+        decision: crate::protocol::ApprovalDecision,
+        reason: Option<String>,
+    ) -> Result<(), String> {
+        let body = serde_json::json!({ "decision": decision, "reason": reason });
+        let response =
+            gloo_net::http::Request::post(&format!("/api/runs/{run_id}/approvals/{call_id}"))
+                .json(&body)
+                .map_err(|error| error.to_string())?
+                .send()
+                .await
+                .map_err(|error| format!("Could not reach the server: {error}"))?;
+        if response.ok() || response.status() == 409 {
+            Ok(())
+        } else {
+            Err(format!("The answer was not taken ({})", response.status()))
+        }
     }
 
     /// Asks the server to stop the run; the stream then brings `message_cancelled`.

@@ -1,6 +1,7 @@
 //! UI components, each in its own file.
 
 pub mod activity;
+mod approval;
 mod composer;
 pub mod feed;
 #[cfg(feature = "hydrate")]

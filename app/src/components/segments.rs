@@ -30,6 +30,51 @@ fn tool_icon(name: &str) -> &'static str {
     }
 }
 
+/// An MCP tool's name, `<server>__<tool>`, as its server and its tool.
+fn mcp_parts(name: &str) -> Option<(&str, &str)> {
+    name.split_once("__")
+        .filter(|(server, tool)| !server.is_empty() && !tool.is_empty())
+}
+
+/// The tool's name in the block's header; an MCP tool shows its server, then its tool.
+fn tool_name_view(name: &str) -> AnyView {
+    match mcp_parts(name) {
+        Some((server, tool)) => view! {
+            <code class="tool-name" title=format!("{tool} on the MCP server {server}")>
+                <span class="tool-server">{server.to_owned()}</span>
+                {tool.to_owned()}
+            </code>
+        }
+        .into_any(),
+        None => view! { <code class="tool-name">{name.to_owned()}</code> }.into_any(),
+    }
+}
+
+/// A progress report with numbers, as a bar: `{"progress": 3, "total": 5, "message"?}`.
+fn progress_view(progress: Option<&serde_json::Value>) -> Option<AnyView> {
+    let progress = progress?;
+    let done = progress.get("progress")?.as_f64()?;
+    let total = progress.get("total").and_then(serde_json::Value::as_f64);
+    let label = match total {
+        Some(total) => format!("{done} of {total}"),
+        None => format!("{done}"),
+    };
+    let message = progress
+        .get("message")
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    Some(
+        view! {
+            <div class="tool-progress">
+                <progress value=done.to_string() max=total.map(|t| t.to_string())></progress>
+                <span class="muted">{label}</span>
+                {message.map(|message| view! { <span>{message}</span> })}
+            </div>
+        }
+        .into_any(),
+    )
+}
+
 fn pretty_args(args: &serde_json::Value) -> String {
     serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
 }
@@ -227,9 +272,11 @@ fn details_open(event: &leptos::ev::Event) -> Option<bool> {
 pub(crate) fn status_class(status: ToolCallStatus) -> &'static str {
     match status {
         ToolCallStatus::Running => "running",
+        ToolCallStatus::AwaitingApproval => "awaiting-approval",
         ToolCallStatus::Success => "success",
         ToolCallStatus::Error => "error",
         ToolCallStatus::Cancelled => "cancelled",
+        ToolCallStatus::Denied => "denied",
     }
 }
 
@@ -249,6 +296,10 @@ pub fn ToolCallSegment(
     let status = Memo::new(move |_| call.with(|call| call.status));
     let by_default = Memo::new(move |_| {
         let settings = settings.get();
+        // A call that waits for a person is open in every mode: the question is inside.
+        if status.get() == ToolCallStatus::AwaitingApproval {
+            return true;
+        }
         match settings.mode {
             DisplayMode::Verbose => true,
             DisplayMode::Minimal => false,
@@ -305,16 +356,21 @@ pub fn ToolCallSegment(
             // The attribute, not only the property: the server's HTML arrives open in verbose mode.
             open=open
             on:toggle=on_toggle
-            hidden=move || settings.get().mode == DisplayMode::Minimal
+            hidden=move || {
+                settings.get().mode == DisplayMode::Minimal
+                    && status.get() != ToolCallStatus::AwaitingApproval
+            }
             data-call-id=call_id
         >
             <summary>
                 <span class="segment-icon"><Icon name=tool_icon(&name) /></span>
                 <span class="tool-title">{title}</span>
-                <code class="tool-name">{name.clone()}</code>
+                {tool_name_view(&name)}
                 {status_view}
             </summary>
             <Show when=drawn>
+                <super::approval::ApprovalPanel call />
+                {move || call.with(|c| (c.status == ToolCallStatus::Running).then(|| progress_view(c.progress.as_ref())).flatten())}
                 {error}
                 <div class="tool-section">
                     <div class="tool-label">"Arguments"</div>
@@ -346,10 +402,21 @@ fn tool_status(status: ToolCallStatus, duration: Option<String>) -> AnyView {
             </span>
         }
         .into_any(),
-        ToolCallStatus::Error | ToolCallStatus::Cancelled => view! {
+        ToolCallStatus::AwaitingApproval => view! {
+            <span class="tool-status">
+                <span class="pause" role="img" aria-label="awaiting approval">"⏸"</span>
+                "Waiting for approval"
+            </span>
+        }
+        .into_any(),
+        ToolCallStatus::Error | ToolCallStatus::Cancelled | ToolCallStatus::Denied => view! {
             <span class="tool-status">
                 <span class="cross" role="img" aria-label=status_class(status)>"✗"</span>
-                {if status == ToolCallStatus::Cancelled { "Cancelled" } else { "Failed" }}
+                {match status {
+                    ToolCallStatus::Cancelled => "Cancelled",
+                    ToolCallStatus::Denied => "Denied",
+                    _ => "Failed",
+                }}
                 {duration.map(|d| format!(" · {d}"))}
             </span>
         }

@@ -106,6 +106,8 @@ fn ConversationView(
         model,
         models.models,
     );
+    // Tool blocks answer approvals for the run this view follows.
+    provide_context(state);
     if let Some(run) = live_run {
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {

@@ -59,6 +59,22 @@ pub enum EventKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         progress: Option<Value>,
     },
+    /// The call waits for a person to approve or deny it (its tool's policy is `ask`).
+    ToolApprovalRequested {
+        call_id: String,
+        name: String,
+        /// The arguments as the person will see them (sanitized like `tool_call_started`'s).
+        args: Value,
+    },
+    /// The first answer to a request: who gave it and why. The event's `ts` says when.
+    ToolApprovalResolved {
+        call_id: String,
+        decision: ApprovalDecision,
+        /// The user who answered, or `timeout` when the approval timeout denied the call.
+        by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
     ToolResult {
         call_id: String,
         status: ToolResultStatus,
@@ -107,6 +123,8 @@ impl EventKind {
             EventKind::ReasoningPartCompleted { .. } => "reasoning_part_completed",
             EventKind::ToolCallStarted { .. } => "tool_call_started",
             EventKind::ToolCallUpdate { .. } => "tool_call_update",
+            EventKind::ToolApprovalRequested { .. } => "tool_approval_requested",
+            EventKind::ToolApprovalResolved { .. } => "tool_approval_resolved",
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::Usage(_) => "usage",
@@ -133,6 +151,15 @@ pub enum ToolResultStatus {
     Success,
     Error,
     Cancelled,
+    /// A person (or the approval timeout, or the tool's `deny` policy) refused the call.
+    Denied,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    Approve,
+    Deny,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -185,9 +185,26 @@ pub struct ReasoningPart {
 pub enum ToolCallStatus {
     #[default]
     Running,
+    /// Waiting for a person to approve or deny it.
+    AwaitingApproval,
     Success,
     Error,
     Cancelled,
+    Denied,
+}
+
+/// A call's approval: asked when, answered when, by whom, how.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Approval {
+    pub requested_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<crate::protocol::ApprovalDecision>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolved_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -211,6 +228,9 @@ pub struct ToolCallSegment {
     /// The latest progress report, if the tool sends any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<Value>,
+    /// Present when the call had to be approved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Box<Approval>>,
     pub started_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,

@@ -1,10 +1,10 @@
 //! The one pure reducer: events in, canonical message out. No I/O, no clock, no randomness, so the
 //! server's terminal message and the browser's live view cannot disagree.
 
-use super::event::{Event, EventKind, ToolResultStatus};
+use super::event::{ApprovalDecision, Event, EventKind, ToolResultStatus};
 use super::message::{
-    Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment, ToolCallSegment,
-    ToolCallStatus, Usage,
+    Approval, Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment,
+    ToolCallSegment, ToolCallStatus, Usage,
 };
 use super::time::elapsed_ms;
 
@@ -208,6 +208,7 @@ fn apply_content(message: &mut Message, event: &Event) {
                         full_length: None,
                         error: None,
                         progress: None,
+                        approval: None,
                         started_at: event.ts.clone(),
                         duration_ms: None,
                     }),
@@ -230,6 +231,39 @@ fn apply_content(message: &mut Message, event: &Event) {
                 }
             }
         }
+        EventKind::ToolApprovalRequested { call_id, .. } => {
+            if let Some(call) = find_tool(message, call_id) {
+                if call.status == ToolCallStatus::Running && call.approval.is_none() {
+                    call.status = ToolCallStatus::AwaitingApproval;
+                    call.approval = Some(Box::new(Approval {
+                        requested_at: event.ts.clone(),
+                        ..Approval::default()
+                    }));
+                }
+            }
+        }
+        EventKind::ToolApprovalResolved {
+            call_id,
+            decision,
+            by,
+            reason,
+        } => {
+            if let Some(call) = find_tool(message, call_id) {
+                if let Some(approval) = call
+                    .approval
+                    .as_mut()
+                    .filter(|approval| approval.decision.is_none())
+                {
+                    approval.decision = Some(*decision);
+                    approval.by = Some(by.clone());
+                    approval.reason.clone_from(reason);
+                    approval.resolved_at = Some(event.ts.clone());
+                    if *decision == ApprovalDecision::Approve {
+                        call.status = ToolCallStatus::Running;
+                    }
+                }
+            }
+        }
         EventKind::ToolResult {
             call_id,
             status,
@@ -244,6 +278,7 @@ fn apply_content(message: &mut Message, event: &Event) {
                     ToolResultStatus::Success => ToolCallStatus::Success,
                     ToolResultStatus::Error => ToolCallStatus::Error,
                     ToolResultStatus::Cancelled => ToolCallStatus::Cancelled,
+                    ToolResultStatus::Denied => ToolCallStatus::Denied,
                 };
                 call.duration_ms = Some(*duration_ms);
                 if let Some(output) = output {

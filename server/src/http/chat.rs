@@ -16,7 +16,7 @@ use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
     auth::Reader,
     error::{Error, Result},
-    runs::ChatRequest,
+    runs::{ApprovalAnswer, ChatRequest},
 };
 
 /// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
@@ -124,4 +124,42 @@ pub async fn cancel(
         Json(json!({ "run_id": run_id, "trace_id": trace_id, "status": "cancelled" }))
             .into_response(),
     )
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalBody {
+    pub decision: app::protocol::ApprovalDecision,
+    #[serde(default)]
+    pub reason: Option<String>,
+}
+
+/// `POST /api/runs/{run_id}/approvals/{call_id}` `{decision, reason?}`: the first answer to a
+/// call's approval request; later ones get 409. On another instance's run the answer is
+/// forwarded (202).
+pub async fn approve(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path((run_id, call_id)): Path<(String, String)>,
+    ApiJson(body): ApiJson<ApprovalBody>,
+) -> Result<Response> {
+    let answer = ApprovalAnswer {
+        decision: body.decision,
+        by: user.0.name.clone(),
+        reason: body
+            .reason
+            .map(|reason| reason.chars().take(500).collect::<String>())
+            .filter(|reason| !reason.trim().is_empty()),
+    };
+    let decision = answer.decision;
+    let engine = &state.engine;
+    if engine.answer_approval(user.id(), &run_id, &call_id, answer.clone())? {
+        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
+        return Ok(Json(reply).into_response());
+    }
+    engine
+        .answer_approval_elsewhere(user.id(), &run_id, &call_id, answer)
+        .await?;
+    let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
+    Ok((axum::http::StatusCode::ACCEPTED, Json(reply)).into_response())
 }

@@ -66,6 +66,10 @@ pub fn router(state: AppState) -> Router {
         .route("/api/chat", post(chat::start))
         .route("/api/runs/{run_id}/events", get(chat::events))
         .route("/api/runs/{run_id}/cancel", post(chat::cancel))
+        .route(
+            "/api/runs/{run_id}/approvals/{call_id}",
+            post(chat::approve),
+        )
         .route("/api/models", get(read::models))
         .route("/api/tools", get(read::tools))
         .route("/api/traces/{trace_id}", get(read::trace))

@@ -15,7 +15,10 @@ use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{agents::BoxFuture, tools::mcp::McpServerConfig};
+use crate::{
+    agents::BoxFuture,
+    tools::{approval::ApprovalConfig, mcp::McpServerConfig},
+};
 pub use anthropic::Anthropic;
 pub use openai_chat::OpenAiChat;
 pub use openai_responses::OpenAiResponses;
@@ -28,6 +31,9 @@ pub struct ProvidersFile {
     /// MCP tool servers by name, in the shape other MCP clients use (docs/providers.md).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// Which tool calls wait for a person (docs/providers.md).
+    #[serde(default)]
+    pub approval: ApprovalConfig,
     /// Model turns per run before it ends with `step_limit`.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
@@ -175,6 +181,7 @@ pub struct Providers {
     pub max_steps: u32,
     /// Started by the tool registry, not here.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    pub approval: ApprovalConfig,
 }
 
 impl Providers {
@@ -239,6 +246,7 @@ impl Providers {
             providers,
             max_steps: file.max_steps.max(1),
             mcp_servers: file.mcp_servers,
+            approval: file.approval,
         })
     }
 

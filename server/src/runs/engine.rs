@@ -12,8 +12,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
 use super::{
-    new_id, now_rfc3339, Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits, UserRuns,
-    UserSlot,
+    new_id, now_rfc3339, ApprovalAnswer, ApprovalRefused, Checkpointer, MemoryBudget, Overflow,
+    Run, RunEnding, RunLimits, UserRuns, UserSlot,
 };
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
@@ -278,6 +278,20 @@ impl Engine {
             if engine.get(&request.run_id).is_none() {
                 return;
             }
+            if let Some(approval) = request.approval {
+                let answer = ApprovalAnswer {
+                    decision: approval.decision,
+                    by: approval.by,
+                    reason: request.reason,
+                };
+                let _ = engine.answer_approval(
+                    &request.owner_id,
+                    &request.run_id,
+                    &approval.call_id,
+                    answer,
+                );
+                return;
+            }
             tokio::spawn(async move {
                 let _ = engine
                     .cancel(&request.owner_id, &request.run_id, request.reason)
@@ -482,6 +496,66 @@ impl Engine {
         Ok((run.run_id.clone(), run.trace_id.clone()))
     }
 
+    /// Answers a call's approval request; the first answer wins (409 after). For a run of
+    /// another instance the answer goes there through the bus: `Ok(false)`.
+    pub fn answer_approval(
+        &self,
+        owner_id: &str,
+        run_id: &str,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<bool> {
+        let run = match self.get(run_id) {
+            Some(run) if run.owner_id == owner_id => run,
+            Some(_) => return Err(Error::NotFound("run")),
+            None => return Ok(false),
+        };
+        if run.published().finished || run.is_closed() {
+            return Err(Error::Conflict("the run has already ended".into()));
+        }
+        run.resolve_approval(call_id, answer)
+            .map(|()| true)
+            .map_err(|refused| match refused {
+                ApprovalRefused::UnknownCall => Error::NotFound("approval request"),
+                ApprovalRefused::AlreadyAnswered => {
+                    Error::Conflict("this call has already been answered".into())
+                }
+            })
+    }
+
+    /// An answer for a run this instance does not hold: 404 when there is no such run, 409 when
+    /// it has ended; on PostgreSQL, when another instance runs it, the answer goes there.
+    pub async fn answer_approval_elsewhere(
+        &self,
+        owner_id: &str,
+        run_id: &str,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<()> {
+        let trace = self
+            .store
+            .trace_by_run(owner_id, run_id)
+            .await?
+            .ok_or(Error::NotFound("run"))?;
+        let (true, Some(bus)) = (trace.status == "running", self.bus()) else {
+            return Err(Error::Conflict(format!(
+                "the run has already ended ({})",
+                trace.status
+            )));
+        };
+        bus.request_cancel(&crate::bus::CancelRequest {
+            run_id: run_id.to_owned(),
+            owner_id: owner_id.to_owned(),
+            reason: answer.reason,
+            approval: Some(crate::bus::ForwardedApproval {
+                call_id: call_id.to_owned(),
+                decision: answer.decision,
+                by: answer.by,
+            }),
+        })
+        .await
+    }
+
     /// Stop for a run this instance does not hold: 409 when it has ended; on PostgreSQL, when
     /// another instance runs it, Stop goes there through the bus and this answers once the trace
     /// has closed (at most 10 s).
@@ -507,6 +581,7 @@ impl Engine {
             run_id: run_id.to_owned(),
             owner_id: owner_id.to_owned(),
             reason,
+            approval: None,
         })
         .await?;
         let ended =

@@ -11,7 +11,9 @@ mod run;
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
 pub use engine::{ChatRequest, Engine, StartedChat, RETRY_AFTER_SECS};
 pub use limits::{MemoryBudget, RunLimits, UserLimits, UserRuns, UserSlot};
-pub use run::{Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES};
+pub use run::{
+    ApprovalAnswer, ApprovalRefused, Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES,
+};
 
 /// "2026-01-22T10:30:00.123Z" for now.
 pub fn now_rfc3339() -> String {

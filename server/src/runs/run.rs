@@ -7,9 +7,10 @@ use std::{
 };
 
 use app::protocol::{
-    CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus,
+    ApprovalDecision, CancelledBy, Event, EventKind, Message, MessageStatus, Reducer,
+    ToolResultStatus,
 };
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use super::MemoryBudget;
@@ -54,6 +55,27 @@ pub struct Run {
     checkpoint_now: Arc<Notify>,
     /// Every event's bytes are charged here, and released when the run is dropped.
     budget: Arc<MemoryBudget>,
+    /// Calls that asked for approval: the waiting call's sender until the first answer, then
+    /// `None` (later answers are refused).
+    approvals: Mutex<HashMap<String, Option<oneshot::Sender<ApprovalAnswer>>>>,
+}
+
+/// A person's (or the timeout's) answer to an approval request.
+#[derive(Clone, Debug)]
+pub struct ApprovalAnswer {
+    pub decision: ApprovalDecision,
+    /// The user's name, or `timeout`.
+    pub by: String,
+    pub reason: Option<String>,
+}
+
+/// Why an answer was not taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ApprovalRefused {
+    /// No call of this run asked for approval under that id.
+    UnknownCall,
+    /// Someone answered first.
+    AlreadyAnswered,
 }
 
 /// Why a run's log took no more events.
@@ -109,7 +131,55 @@ impl Run {
             cancel_request: Mutex::new(None),
             checkpoint_now,
             budget,
+            approvals: Mutex::new(HashMap::new()),
         })
+    }
+
+    fn approvals(
+        &self,
+    ) -> MutexGuard<'_, HashMap<String, Option<oneshot::Sender<ApprovalAnswer>>>> {
+        self.approvals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Records that a call waits for approval (`tool_approval_requested`); the receiver gets
+    /// the first answer.
+    pub fn request_approval(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> oneshot::Receiver<ApprovalAnswer> {
+        let (sender, receiver) = oneshot::channel();
+        self.approvals().insert(call_id.to_owned(), Some(sender));
+        self.emit(EventKind::ToolApprovalRequested {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            args: args.clone(),
+        });
+        receiver
+    }
+
+    /// Takes the first answer to a call's request: records `tool_approval_resolved`, then wakes
+    /// the call. Later answers are refused.
+    pub fn resolve_approval(
+        &self,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<(), ApprovalRefused> {
+        let sender = match self.approvals().get_mut(call_id) {
+            None => return Err(ApprovalRefused::UnknownCall),
+            Some(slot) => slot.take().ok_or(ApprovalRefused::AlreadyAnswered)?,
+        };
+        self.emit(EventKind::ToolApprovalResolved {
+            call_id: call_id.to_owned(),
+            decision: answer.decision,
+            by: answer.by.clone(),
+            reason: answer.reason.clone(),
+        });
+        let _ = sender.send(answer);
+        Ok(())
     }
 
     fn log(&self) -> MutexGuard<'_, Log> {
@@ -123,7 +193,11 @@ impl Run {
     /// Sanitizes, stamps (`seq`, `ts`), logs and publishes one event. Returns its seq, or `None`
     /// when the run has already ended (late output from an abandoned tool, say).
     pub fn emit(&self, kind: EventKind) -> Option<u64> {
-        let is_tool_result = matches!(kind, EventKind::ToolResult { .. });
+        // Checkpointed at once: a result, and a question a person may answer from anywhere.
+        let is_tool_result = matches!(
+            kind,
+            EventKind::ToolResult { .. } | EventKind::ToolApprovalRequested { .. }
+        );
         let seq = self.append(&mut self.log(), kind)?;
         // Concurrent emits may publish out of order: the published seq only moves forward.
         self.published

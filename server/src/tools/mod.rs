@@ -2,6 +2,7 @@
 //! output; [`execute`] runs one model turn's calls concurrently through the run, each with a timeout,
 //! and turns errors and panics into `tool_result` events with status `error`.
 
+pub mod approval;
 mod grep_search;
 mod list_dir;
 pub mod mcp;
@@ -170,6 +171,7 @@ pub fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> 
 pub struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
     mcp: Arc<mcp::McpHub>,
+    approval: approval::ApprovalConfig,
     workspace: Arc<Workspace>,
     timeout: Duration,
     blocking_slots: Arc<Semaphore>,
@@ -181,6 +183,7 @@ impl ToolRegistry {
         timeout: Duration,
         enable_test_tools: bool,
         mcp: Arc<mcp::McpHub>,
+        approval: approval::ApprovalConfig,
     ) -> Self {
         let mut tools: Vec<Arc<dyn Tool>> = vec![
             Arc::new(grep_search::GrepSearch),
@@ -197,6 +200,7 @@ impl ToolRegistry {
                 .map(|tool| (tool.name().to_owned(), tool))
                 .collect(),
             mcp,
+            approval,
             workspace: Arc::new(workspace),
             timeout,
             blocking_slots: Arc::new(Semaphore::new(BLOCKING_TOOL_SLOTS)),
@@ -310,35 +314,19 @@ pub async fn execute(
             blocking_slots: registry.blocking_slots.clone(),
         };
         let run = run.clone();
-        let timeout = registry.timeout;
+        let limits = CallLimits {
+            timeout: registry.timeout,
+            policy: registry.approval.policy(&call.name),
+            approval_timeout: registry.approval.timeout(),
+        };
         running.spawn(async move {
-            let started = Instant::now();
-            let result = match tool {
-                None => Err(tool_error(
-                    "unknown_tool",
-                    format!("There is no tool named `{}`.", call.name),
-                )),
-                Some(tool) => {
-                    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone()))
-                        .catch_unwind();
-                    match tokio::time::timeout(timeout, future).await {
-                        Ok(Ok(result)) => result,
-                        Ok(Err(panic)) => Err(tool_error(
-                            "panic",
-                            format!("The tool crashed: {}", panic_message(&panic)),
-                        )),
-                        Err(_) => {
-                            context.cancel.cancel();
-                            Err(tool_error(
-                                "timeout",
-                                format!("The tool did not finish within {} s.", timeout.as_secs()),
-                            ))
-                        }
-                    }
-                }
-            };
+            let (result, duration_ms) =
+                approve_and_call(tool, &call, &call_id, context, &run, limits).await;
             let (status, output, error) = match &result {
                 Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
+                Err(error) if error.kind == "denied" => {
+                    (ToolResultStatus::Denied, None, Some(error.clone()))
+                }
                 // A tool that gave up because the run was stopped did not fail: it was cancelled.
                 Err(_) if run.cancellation().is_cancelled() => (
                     ToolResultStatus::Cancelled,
@@ -353,7 +341,7 @@ pub async fn execute(
             run.emit(EventKind::ToolResult {
                 call_id: call_id.clone(),
                 status,
-                duration_ms: started.elapsed().as_millis() as u64,
+                duration_ms,
                 output,
                 truncated: false,
                 full_length: None,
@@ -376,6 +364,70 @@ pub async fn execute(
         }
     }
     outcomes.into_iter().flatten().collect()
+}
+
+/// What one call may take: its run time, and the approval its tool's policy asks for.
+#[derive(Clone, Copy)]
+struct CallLimits {
+    timeout: Duration,
+    policy: approval::Policy,
+    approval_timeout: Option<Duration>,
+}
+
+/// One call: approval first when its policy asks (the wait is not counted in its duration),
+/// then the tool, within the tool timeout. Returns the result and the milliseconds it ran.
+async fn approve_and_call(
+    tool: Option<Arc<dyn Tool>>,
+    call: &ToolCallRequest,
+    call_id: &str,
+    context: ToolContext,
+    run: &Run,
+    limits: CallLimits,
+) -> (Result<String, ToolError>, u64) {
+    let Some(tool) = tool else {
+        let error = tool_error(
+            "unknown_tool",
+            format!("There is no tool named `{}`.", call.name),
+        );
+        return (Err(error), 0);
+    };
+    let approved = match limits.policy {
+        approval::Policy::Auto => Ok(()),
+        approval::Policy::Deny => Err(approval::denied("policy", None)),
+        approval::Policy::Ask => {
+            approval::ask(
+                run,
+                call_id,
+                &call.name,
+                &call.args,
+                limits.approval_timeout,
+            )
+            .await
+        }
+    };
+    if let Err(error) = approved {
+        return (Err(error), 0);
+    }
+    let started = Instant::now();
+    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone())).catch_unwind();
+    let result = match tokio::time::timeout(limits.timeout, future).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(panic)) => Err(tool_error(
+            "panic",
+            format!("The tool crashed: {}", panic_message(&panic)),
+        )),
+        Err(_) => {
+            context.cancel.cancel();
+            Err(tool_error(
+                "timeout",
+                format!(
+                    "The tool did not finish within {} s.",
+                    limits.timeout.as_secs()
+                ),
+            ))
+        }
+    };
+    (result, started.elapsed().as_millis() as u64)
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {

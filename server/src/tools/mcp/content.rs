@@ -84,7 +84,7 @@ mod tests {
         let result = CallToolResult::success(vec![ContentBlock::text("before"), image]);
         assert_eq!(
             to_output(result).as_deref(),
-            Ok("before\n[image: image/png, 7 bytes]")
+            Ok("before\n[image: image/png, 8 bytes]")
         );
         let failed = CallToolResult::error(vec![ContentBlock::text("no such file")]);
         let error = to_output(failed).err().map(|error| error.kind);
