@@ -106,6 +106,27 @@ async fn an_approved_call_runs_and_a_second_answer_gets_409() {
     let last = trace["events"].as_array().and_then(|events| events.last());
     let stored = &last.expect("stored events")["message"]["segments"][0]["approval"];
     assert_eq!(stored["decision"], "approve", "{trace}");
+
+    // The inspector entry carries it; in ThoughtFlow the call depends on an `approval` step.
+    let (_, inspector) = server
+        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
+        .await;
+    assert_eq!(inspector[0]["approval"]["by"], "local", "{inspector}");
+    let conversation_id = trace["conversation_id"].as_str().expect("conversation");
+    let (_, flow) = server
+        .get_json(&format!("/thoughtflow/{conversation_id}.json"))
+        .await;
+    let steps = flow["runs"][0]["steps"].as_array().expect("steps");
+    let approval = steps
+        .iter()
+        .find(|s| s["label"] == "approval")
+        .expect("approval step");
+    assert_eq!(approval["payload_completed"]["decision"], "approve");
+    let call = steps
+        .iter()
+        .find(|s| s["label"] == "tool_call")
+        .expect("tool step");
+    assert_eq!(call["depends_on"], approval["step_id"], "{flow}");
     server.stop().await;
 }
 

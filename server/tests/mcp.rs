@@ -212,6 +212,21 @@ async fn progress_streams_into_the_call_and_stop_ends_it_at_once() {
     // The server keeps sleeping through its 30 s; the run does not wait for it.
     assert!(waited < Duration::from_secs(5), "Stop took {waited:?}");
 
+    // The inspector export has it as an `mcp` entry, with its progress and the cancel.
+    let trace_id = run["trace_id"].as_str().expect("trace id");
+    let (_, inspector) = server
+        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
+        .await;
+    let entry = &inspector[0];
+    assert_eq!(entry["type"], "mcp", "{inspector}");
+    assert_eq!(entry["server"], "everything");
+    assert_eq!(entry["tool"], "trigger-long-running-operation");
+    assert_eq!(entry["cancelled"], true);
+    assert!(
+        entry["progress"].as_array().is_some_and(|p| p.len() >= 2),
+        "{entry}"
+    );
+
     // The server still answers afterwards.
     one_call(
         &server,

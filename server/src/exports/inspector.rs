@@ -1,10 +1,15 @@
 //! The Agent Inspector list: `llm_request` entries (the conversation as sent and the response, in
-//! OpenAI chat format) and `tool_call` entries, in the order they happened.
+//! OpenAI chat format), `tool_call` entries and `mcp` entries (a call to an MCP server's tool,
+//! with its progress notifications), in the order they happened. A call that waited for a person
+//! carries its `approval`.
 
 use app::protocol::{fold, EventKind, ToolCallStatus};
 use serde_json::{json, Value};
 
-use crate::store::{ModelTurn, Trace};
+use crate::{
+    store::{ModelTurn, Trace},
+    tools::mcp::NAME_SEPARATOR,
+};
 
 pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
     // (position in the event log, entry): a turn sits after the last event before its request;
@@ -43,14 +48,30 @@ pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
             } else {
                 json!({ "value": call.args })
             };
-            let mut entry = json!({
-                "type": "tool_call",
-                "tool_name": call.name,
-                "arguments": arguments,
-                "result": result,
-                "status": call.status,
-                "duration_ms": call.duration_ms,
-            });
+            let mut entry = match call.name.split_once(NAME_SEPARATOR) {
+                Some((server, tool)) => json!({
+                    "type": "mcp",
+                    "server": server,
+                    "tool": tool,
+                    "arguments": arguments,
+                    "result": result,
+                    "status": call.status,
+                    "progress": progress_of(trace, &call.call_id),
+                    "cancelled": call.status == ToolCallStatus::Cancelled,
+                    "duration_ms": call.duration_ms,
+                }),
+                None => json!({
+                    "type": "tool_call",
+                    "tool_name": call.name,
+                    "arguments": arguments,
+                    "result": result,
+                    "status": call.status,
+                    "duration_ms": call.duration_ms,
+                }),
+            };
+            if let Some(approval) = &call.approval {
+                entry["approval"] = json!(approval);
+            }
             if !cli_output.is_empty() {
                 entry["cli_output"] = Value::String(cli_output);
             }
@@ -60,6 +81,28 @@ pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
     }
     entries.sort_by_key(|(position, tie, _)| (*position, *tie));
     entries.into_iter().map(|(_, _, entry)| entry).collect()
+}
+
+/// A call's progress notifications, in order, with when each arrived.
+fn progress_of(trace: &Trace, call_id: &str) -> Vec<Value> {
+    trace
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::ToolCallUpdate {
+                call_id: id,
+                progress: Some(progress),
+                ..
+            } if id == call_id => {
+                let mut progress = progress.clone();
+                if progress.is_object() {
+                    progress["ts"] = json!(event.ts);
+                }
+                Some(progress)
+            }
+            _ => None,
+        })
+        .collect()
 }
 
 /// One model turn as the seed's `llm_request`: every message with a string `content`, and a

@@ -102,15 +102,37 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
                 ));
             }
             Segment::ToolCall(call) => {
+                // A call that waited for a person depends on its `approval` step, and ran (for
+                // `duration_ms`) from the answer on.
+                let mut depends = json!(user_step);
+                let mut ran_from = call.started_at.clone();
+                if let Some(approval) = &call.approval {
+                    let approval_step = next_id();
+                    let answered = approval
+                        .resolved_at
+                        .clone()
+                        .unwrap_or_else(|| approval.requested_at.clone());
+                    steps.push(step(
+                        &approval_step,
+                        "approval",
+                        json!(user_step),
+                        &approval.requested_at,
+                        &answered,
+                        json!({"tool": call.name, "args": call.args}),
+                        json!({"decision": approval.decision, "by": approval.by, "reason": approval.reason}),
+                    ));
+                    depends = json!(approval_step);
+                    ran_from = answered;
+                }
                 let call_step = next_id();
-                let end = parse_rfc3339_millis(&call.started_at)
+                let end = parse_rfc3339_millis(&ran_from)
                     .zip(call.duration_ms)
                     .map(|(start, ms)| app::protocol::format_rfc3339_millis(start + ms as i64))
-                    .unwrap_or_else(|| call.started_at.clone());
+                    .unwrap_or_else(|| ran_from.clone());
                 steps.push(step(
                     &call_step,
                     "tool_call",
-                    json!(user_step),
+                    depends,
                     &call.started_at,
                     &end,
                     json!({"name": call.name, "args": call.args}),
@@ -261,6 +283,12 @@ fn step_label(step: &Value) -> String {
         ),
         "tool_output" => text(&step["payload_completed"]["result"]),
         "tool_error" => text(&step["payload_completed"]["error"]["message"]),
+        "approval" => format!(
+            "{} {} by {}",
+            text(&step["payload_started"]["tool"]),
+            text(&step["payload_completed"]["decision"]),
+            text(&step["payload_completed"]["by"])
+        ),
         _ => {
             text(&step["payload_completed"]["text"]).to_owned()
                 + &text(&step["payload_completed"]["status"])
