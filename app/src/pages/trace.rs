@@ -449,7 +449,22 @@ fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
                 }
             }
             Segment::ToolCall(call) => {
-                let start = parse_rfc3339_millis(&call.started_at).unwrap_or(origin);
+                let mut start = parse_rfc3339_millis(&call.started_at).unwrap_or(origin);
+                // The wait for a person is its own span; the call runs from the answer on.
+                if let Some(approval) = &call.approval {
+                    let answered = approval
+                        .resolved_at
+                        .as_deref()
+                        .and_then(parse_rfc3339_millis)
+                        .unwrap_or(end);
+                    bars.push(Bar {
+                        label: format!("Waiting for approval: {}", call.name),
+                        kind: "approval",
+                        start,
+                        end: answered,
+                    });
+                    start = answered;
+                }
                 let stop = call.duration_ms.map_or(end, |ms| start + ms as i64);
                 bars.push(Bar {
                     label: call.display.clone().unwrap_or(call.name.clone()),
