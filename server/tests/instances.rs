@@ -188,3 +188,55 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
         "the events before the kill are kept"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_answered_on_another_instance_reaches_the_run() {
+    if !postgres::enabled() {
+        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+        return;
+    }
+    let dir = test_dir();
+    write_scenario(
+        &dir,
+        "ask",
+        json!({"steps": [{"tool_calls": [{"name": "list_dir", "args": {"path": "."}}]}, {"text": "ok"}]}),
+    );
+    let file = dir.path().join("providers.json");
+    let approval = json!({"approval": {"tools": {"list_dir": "ask"}}});
+    std::fs::write(&file, approval.to_string()).expect("write");
+    let file = file.display().to_string();
+    let a = launch(&dir, &["--instance-id", "a", "--providers-file", &file]).await;
+    let b = launch(&dir, &["--instance-id", "b", "--providers-file", &file]).await;
+    let client = reqwest::Client::new();
+    let (_, started) = start(
+        &client,
+        &a.base,
+        json!({"content": "ls", "model": "scenario:ask"}),
+    )
+    .await;
+    let run_id = started["run_id"].as_str().expect("run");
+    let mut stream = follow(&client, &b.base, run_id, None).await;
+    let events = stream
+        .until(|event| is_type(event, "tool_approval_requested"))
+        .await;
+    let Some(app::protocol::EventKind::ToolApprovalRequested { call_id, .. }) =
+        events.last().map(|event| &event.kind)
+    else {
+        unreachable!()
+    };
+    let answer = client
+        .post(format!("{}/api/runs/{run_id}/approvals/{call_id}", b.base))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("POST approval");
+    assert_eq!(answer.status().as_u16(), 202);
+    let rest = stream.collect().await;
+    assert!(rest
+        .iter()
+        .any(|event| is_type(event, "tool_approval_resolved")));
+    assert!(matches!(
+        the_terminal_event(&rest).kind,
+        app::protocol::EventKind::MessageFinal { .. }
+    ));
+}
