@@ -37,7 +37,7 @@ impl McpTool {
             .unwrap_or_default()
             .to_owned();
         McpTool {
-            full_name: format!("{}{NAME_SEPARATOR}{}", server.name, tool.name),
+            full_name: model_name(&server.name, &tool.name),
             server,
             tool: tool.name.into_owned(),
             description,
@@ -52,6 +52,23 @@ impl McpTool {
     pub fn server(&self) -> &str {
         &self.server.name
     }
+}
+
+/// The name the model sees: `<server>__<tool>`, with anything model APIs refuse (they take
+/// `[A-Za-z0-9_-]{1,64}`) replaced by `_` and cut at 64 characters. Calls go out under the
+/// tool's own name.
+fn model_name(server: &str, tool: &str) -> String {
+    format!("{server}{NAME_SEPARATOR}{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
 }
 
 impl Tool for McpTool {
@@ -177,5 +194,17 @@ impl Drop for CancelOnDrop {
                 tracing::debug!("could not tell an MCP server that a call was cancelled");
             }
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn names_the_model_apis_refuse_are_made_acceptable() {
+        assert_eq!(
+            super::model_name("docs", "search.v2/all"),
+            "docs__search_v2_all"
+        );
+        assert_eq!(super::model_name("s", &"x".repeat(100)).len(), 64);
     }
 }

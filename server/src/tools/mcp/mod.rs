@@ -194,10 +194,19 @@ impl McpServer {
             .list_all_tools()
             .await
             .map_err(|error| format!("listing its tools failed: {error}"))?;
-        let tools: Vec<Arc<McpTool>> = listed
-            .into_iter()
-            .map(|tool| Arc::new(McpTool::new(self.clone(), tool)))
-            .collect();
+        let mut tools: Vec<Arc<McpTool>> = Vec::new();
+        for tool in listed {
+            let tool = Arc::new(McpTool::new(self.clone(), tool));
+            // Two names made the same by the model's rules: the first keeps it.
+            if tools
+                .iter()
+                .any(|known| known.full_name() == tool.full_name())
+            {
+                tracing::warn!(server = %self.name, tool = %tool.full_name(), "two MCP tools share a name; the second is left out");
+                continue;
+            }
+            tools.push(tool);
+        }
         let count = tools.len();
         self.set(
             Connection {
