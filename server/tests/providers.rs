@@ -1045,3 +1045,41 @@ async fn the_log_holds_no_content_no_credential_and_no_provider_key() {
         assert!(!log.contains(never), "the log holds {never:?}:\n{log}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_is_reported_to_the_model_and_the_loop_goes_on() {
+    let (fake, base) = start_fake().await;
+    std::env::set_var(KEY_VARIABLE, KEY);
+    let dir = test_dir();
+    let providers = write_providers(dir.path(), &base);
+    let mut file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&providers).expect("read")).expect("JSON");
+    file["approval"] = json!({"tools": {"list_dir": "deny"}});
+    std::fs::write(&providers, file.to_string()).expect("write");
+    let server =
+        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
+    let events = server
+        .chat_stream("fake/tools", "Where are the TODOs?")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    let message = final_message(&events);
+    let statuses: Vec<_> = message.tool_calls().map(|call| call.status).collect();
+    assert_eq!(statuses, [ToolCallStatus::Success, ToolCallStatus::Denied]);
+    assert_eq!(message.text(), "Found one TODO.", "the loop went on");
+    let requests = fake
+        .requests
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .clone();
+    let told = requests[1].1["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str())
+        .any(|content| content.starts_with("Error (denied)"));
+    assert!(told, "the model reads that the call was denied");
+    server.stop().await;
+}
