@@ -66,6 +66,22 @@ fn tool_result(
         .expect("a tool_result")
 }
 
+/// A call of `everything__echo` succeeds.
+async fn echo_works(server: &TestServer, message: &str) {
+    one_call(
+        server,
+        "echo",
+        "everything__echo",
+        json!({ "message": message }),
+    );
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+}
+
 fn one_call(server: &TestServer, name: &str, tool: &str, args: Value) {
     server.scenario(
         name,
@@ -228,18 +244,7 @@ async fn progress_streams_into_the_call_and_stop_ends_it_at_once() {
     );
 
     // The server still answers afterwards.
-    one_call(
-        &server,
-        "echo",
-        "everything__echo",
-        json!({"message": "still here"}),
-    );
-    let events = server
-        .chat_stream("scenario:echo", "echo")
-        .await
-        .collect()
-        .await;
-    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+    echo_works(&server, "still here").await;
     server.stop().await;
 }
 
@@ -264,18 +269,7 @@ async fn a_server_that_dies_is_restarted_and_its_tools_come_back() {
         assert!(Instant::now() < deadline, "not restarted: {listed}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    one_call(
-        &server,
-        "echo",
-        "everything__echo",
-        json!({"message": "back"}),
-    );
-    let events = server
-        .chat_stream("scenario:echo", "echo")
-        .await
-        .collect()
-        .await;
-    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+    echo_works(&server, "back").await;
     server.stop().await;
 }
 

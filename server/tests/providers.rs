@@ -460,11 +460,22 @@ async fn messages(
 }
 
 async fn start() -> (TestServer, Fake) {
+    start_with(json!({})).await
+}
+
+/// [`start`] with `extra` members added to the providers file.
+async fn start_with(extra: Value) -> (TestServer, Fake) {
     let (fake, base) = start_fake().await;
     // The same value in every test, so setting it from parallel tests is harmless.
     std::env::set_var(KEY_VARIABLE, KEY);
     let dir = test_dir();
     let providers = write_providers(dir.path(), &base);
+    let mut file: Value =
+        serde_json::from_str(&std::fs::read_to_string(&providers).expect("read")).expect("JSON");
+    if let (Some(file), Some(extra)) = (file.as_object_mut(), extra.as_object()) {
+        file.extend(extra.clone());
+    }
+    std::fs::write(&providers, file.to_string()).expect("write");
     let server =
         TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
     (server, fake)
@@ -1048,16 +1059,7 @@ async fn the_log_holds_no_content_no_credential_and_no_provider_key() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_call_is_reported_to_the_model_and_the_loop_goes_on() {
-    let (fake, base) = start_fake().await;
-    std::env::set_var(KEY_VARIABLE, KEY);
-    let dir = test_dir();
-    let providers = write_providers(dir.path(), &base);
-    let mut file: Value =
-        serde_json::from_str(&std::fs::read_to_string(&providers).expect("read")).expect("JSON");
-    file["approval"] = json!({"tools": {"list_dir": "deny"}});
-    std::fs::write(&providers, file.to_string()).expect("write");
-    let server =
-        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
+    let (server, fake) = start_with(json!({"approval": {"tools": {"list_dir": "deny"}}})).await;
     let events = server
         .chat_stream("fake/tools", "Where are the TODOs?")
         .await

@@ -233,31 +233,34 @@ mod browser {
         reason: Option<String>,
     ) -> Result<(), String> {
         let body = serde_json::json!({ "decision": decision, "reason": reason });
-        let response =
+        let request =
             gloo_net::http::Request::post(&format!("/api/runs/{run_id}/approvals/{call_id}"))
                 .json(&body)
-                .map_err(|error| error.to_string())?
-                .send()
-                .await
-                .map_err(|error| format!("Could not reach the server: {error}"))?;
-        if response.ok() || response.status() == 409 {
-            Ok(())
-        } else {
-            Err(format!("The answer was not taken ({})", response.status()))
-        }
+                .map_err(|error| error.to_string())?;
+        post_to_run(request, "The answer was not taken").await
     }
 
     /// Asks the server to stop the run; the stream then brings `message_cancelled`.
     pub async fn stop_run(run_id: String) -> Result<(), String> {
-        let response = gloo_net::http::Request::post(&format!("/api/runs/{run_id}/cancel"))
+        let request = gloo_net::http::Request::post(&format!("/api/runs/{run_id}/cancel")).build();
+        post_to_run(
+            request.map_err(|error| error.to_string())?,
+            "Stopping failed",
+        )
+        .await
+    }
+
+    /// Sends a request about a run. 409 is fine: what it asked for has already happened (the
+    /// run ended, someone answered first), and the stream brings it.
+    async fn post_to_run(request: gloo_net::http::Request, failure: &str) -> Result<(), String> {
+        let response = request
             .send()
             .await
             .map_err(|error| format!("Could not reach the server: {error}"))?;
-        // 409: it had already ended; the terminal event is on its way.
         if response.ok() || response.status() == 409 {
             Ok(())
         } else {
-            Err(format!("Stopping failed ({})", response.status()))
+            Err(format!("{failure} ({})", response.status()))
         }
     }
 }

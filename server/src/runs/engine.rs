@@ -523,6 +523,27 @@ impl Engine {
             })
     }
 
+    /// A run this instance does not hold, with the bus that reaches the instance that does:
+    /// 404 when there is no such run, 409 when it has ended (or there is no other instance).
+    async fn running_elsewhere(
+        &self,
+        owner_id: &str,
+        run_id: &str,
+    ) -> Result<(crate::store::Trace, &Arc<crate::bus::Bus>)> {
+        let trace = self
+            .store
+            .trace_by_run(owner_id, run_id)
+            .await?
+            .ok_or(Error::NotFound("run"))?;
+        match (trace.status == "running", self.bus()) {
+            (true, Some(bus)) => Ok((trace, bus)),
+            _ => Err(Error::Conflict(format!(
+                "the run has already ended ({})",
+                trace.status
+            ))),
+        }
+    }
+
     /// An answer for a run this instance does not hold: 404 when there is no such run, 409 when
     /// it has ended; on PostgreSQL, when another instance runs it, the answer goes there.
     pub async fn answer_approval_elsewhere(
@@ -532,17 +553,7 @@ impl Engine {
         call_id: &str,
         answer: ApprovalAnswer,
     ) -> Result<()> {
-        let trace = self
-            .store
-            .trace_by_run(owner_id, run_id)
-            .await?
-            .ok_or(Error::NotFound("run"))?;
-        let (true, Some(bus)) = (trace.status == "running", self.bus()) else {
-            return Err(Error::Conflict(format!(
-                "the run has already ended ({})",
-                trace.status
-            )));
-        };
+        let (_, bus) = self.running_elsewhere(owner_id, run_id).await?;
         bus.request_cancel(&crate::bus::CancelRequest {
             run_id: run_id.to_owned(),
             owner_id: owner_id.to_owned(),
@@ -565,17 +576,7 @@ impl Engine {
         run_id: &str,
         reason: Option<String>,
     ) -> Result<(String, String)> {
-        let trace = self
-            .store
-            .trace_by_run(owner_id, run_id)
-            .await?
-            .ok_or(Error::NotFound("run"))?;
-        let (true, Some(bus)) = (trace.status == "running", self.bus()) else {
-            return Err(Error::Conflict(format!(
-                "the run has already ended ({})",
-                trace.status
-            )));
-        };
+        let (trace, bus) = self.running_elsewhere(owner_id, run_id).await?;
         let mut progress = bus.follow(&trace.trace_id, None);
         bus.request_cancel(&crate::bus::CancelRequest {
             run_id: run_id.to_owned(),

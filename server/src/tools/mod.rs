@@ -224,10 +224,6 @@ impl ToolRegistry {
         self.tools.values().cloned().chain(mcp).collect()
     }
 
-    pub fn mcp(&self) -> &Arc<mcp::McpHub> {
-        &self.mcp
-    }
-
     /// What `GET /api/tools` answers: every tool (name, description, source) and every MCP
     /// server's state.
     pub fn describe(&self) -> Value {

@@ -48,10 +48,6 @@ impl McpTool {
     pub fn full_name(&self) -> &str {
         &self.full_name
     }
-
-    pub fn server(&self) -> &str {
-        &self.server.name
-    }
 }
 
 /// The name the model sees: `<server>__<tool>`, with anything model APIs refuse (they take

@@ -72,9 +72,10 @@ pub struct HttpConfig {
 }
 
 /// Whether a server is usable, as `GET /api/tools` reports it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum ServerStatus {
+    #[default]
     Starting,
     /// `pid` is the process of a stdio server.
     Running {
@@ -127,11 +128,12 @@ impl ClientHandler for Handler {
     }
 }
 
-/// What a running server offers now.
+/// The server's state, and what it offers while it runs.
 #[derive(Default)]
 struct Connection {
     peer: Option<Peer<RoleClient>>,
     tools: Vec<Arc<McpTool>>,
+    status: ServerStatus,
 }
 
 /// One configured server and its current connection.
@@ -140,7 +142,6 @@ pub struct McpServer {
     config: McpServerConfig,
     handler: Handler,
     connection: RwLock<Connection>,
-    status: RwLock<ServerStatus>,
 }
 
 impl McpServer {
@@ -149,10 +150,10 @@ impl McpServer {
     }
 
     pub fn status(&self) -> ServerStatus {
-        self.status
+        self.connection
             .read()
-            .map(|status| status.clone())
-            .unwrap_or(ServerStatus::Starting)
+            .map(|connection| connection.status.clone())
+            .unwrap_or_default()
     }
 
     fn peer(&self) -> Option<Peer<RoleClient>> {
@@ -166,12 +167,19 @@ impl McpServer {
             .unwrap_or_default()
     }
 
-    fn set(&self, connection: Connection, status: ServerStatus) {
+    /// One tool by the name the model sees.
+    fn tool(&self, name: &str) -> Option<Arc<McpTool>> {
+        let connection = self.connection.read().ok()?;
+        connection
+            .tools
+            .iter()
+            .find(|tool| tool.full_name() == name)
+            .cloned()
+    }
+
+    fn set(&self, connection: Connection) {
         if let Ok(mut slot) = self.connection.write() {
             *slot = connection;
-        }
-        if let Ok(mut slot) = self.status.write() {
-            *slot = status;
         }
     }
 
@@ -208,13 +216,11 @@ impl McpServer {
             tools.push(tool);
         }
         let count = tools.len();
-        self.set(
-            Connection {
-                peer: Some(service.peer().clone()),
-                tools,
-            },
-            ServerStatus::Running { tools: count, pid },
-        );
+        self.set(Connection {
+            peer: Some(service.peer().clone()),
+            tools,
+            status: ServerStatus::Running { tools: count, pid },
+        });
         Ok(service)
     }
 
@@ -287,7 +293,10 @@ impl McpServer {
 
     fn failed(&self, error: String) {
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
-        self.set(Connection::default(), ServerStatus::Failed { error });
+        self.set(Connection {
+            status: ServerStatus::Failed { error },
+            ..Connection::default()
+        });
     }
 }
 
@@ -363,7 +372,6 @@ impl McpHub {
                 name,
                 config,
                 connection: RwLock::new(Connection::default()),
-                status: RwLock::new(ServerStatus::Starting),
             });
             let (ready, started) = tokio::sync::oneshot::channel();
             tokio::spawn(server.clone().supervise(ready));
@@ -384,10 +392,7 @@ impl McpHub {
     pub fn tool(&self, name: &str) -> Option<Arc<McpTool>> {
         let (server, _) = name.split_once(NAME_SEPARATOR)?;
         let server = self.servers.iter().find(|s| s.name == server)?;
-        server
-            .tools()
-            .into_iter()
-            .find(|tool| tool.full_name() == name)
+        server.tool(name)
     }
 
     /// Every tool of every running server.
