@@ -274,6 +274,12 @@ async fn the_tools_never_read_list_or_search_secret_files() {
                 .filter(|result| result.contains(r#""kind":"denied""#))
                 .count();
             assert_eq!(denied, 3, "the three reads are refused: {results:?}");
+            // A refused read is a tool error; status `denied` is only for approval and policy.
+            let refused_as_errors = results
+                .iter()
+                .filter(|result| result.contains(r#""kind":"denied""#))
+                .all(|result| result.contains(r#""status":"error""#));
+            assert!(refused_as_errors, "{results:?}");
             let listing = results
                 .iter()
                 .find(|result| result.contains("entries)"))

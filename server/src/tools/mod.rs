@@ -316,13 +316,14 @@ pub async fn execute(
             approval_timeout: registry.approval.timeout(),
         };
         running.spawn(async move {
-            let (result, duration_ms) =
-                approve_and_call(tool, &call, &call_id, context, &run, limits).await;
+            let CallEnd {
+                result,
+                duration_ms,
+                refused,
+            } = approve_and_call(tool, &call, &call_id, context, &run, limits).await;
             let (status, output, error) = match &result {
                 Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
-                Err(error) if error.kind == "denied" => {
-                    (ToolResultStatus::Denied, None, Some(error.clone()))
-                }
+                Err(error) if refused => (ToolResultStatus::Denied, None, Some(error.clone())),
                 // A tool that gave up because the run was stopped did not fail: it was cancelled.
                 Err(_) if run.cancellation().is_cancelled() => (
                     ToolResultStatus::Cancelled,
@@ -370,8 +371,16 @@ struct CallLimits {
     approval_timeout: Option<Duration>,
 }
 
+/// How one call ended: its result, the milliseconds it ran, and whether it was refused (by a
+/// person, the approval timeout or its `deny` policy) rather than run.
+struct CallEnd {
+    result: Result<String, ToolError>,
+    duration_ms: u64,
+    refused: bool,
+}
+
 /// One call: approval first when its policy asks (the wait is not counted in its duration),
-/// then the tool, within the tool timeout. Returns the result and the milliseconds it ran.
+/// then the tool, within the tool timeout.
 async fn approve_and_call(
     tool: Option<Arc<dyn Tool>>,
     call: &ToolCallRequest,
@@ -379,13 +388,18 @@ async fn approve_and_call(
     context: ToolContext,
     run: &Run,
     limits: CallLimits,
-) -> (Result<String, ToolError>, u64) {
+) -> CallEnd {
+    let ended = |result, refused| CallEnd {
+        result,
+        duration_ms: 0,
+        refused,
+    };
     let Some(tool) = tool else {
         let error = tool_error(
             "unknown_tool",
             format!("There is no tool named `{}`.", call.name),
         );
-        return (Err(error), 0);
+        return ended(Err(error), false);
     };
     let approved = match limits.policy {
         approval::Policy::Auto => Ok(()),
@@ -402,7 +416,9 @@ async fn approve_and_call(
         }
     };
     if let Err(error) = approved {
-        return (Err(error), 0);
+        // An approval that ended without an answer (the run stopped) is not a refusal.
+        let refused = error.kind == "denied";
+        return ended(Err(error), refused);
     }
     let started = Instant::now();
     let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone())).catch_unwind();
@@ -423,7 +439,11 @@ async fn approve_and_call(
             ))
         }
     };
-    (result, started.elapsed().as_millis() as u64)
+    CallEnd {
+        result,
+        duration_ms: started.elapsed().as_millis() as u64,
+        refused: false,
+    }
 }
 
 fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
