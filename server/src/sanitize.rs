@@ -1,8 +1,9 @@
 //! Payload safety, applied once before an event enters a run's log: nothing downstream (the SSE
 //! stream, the database, the logs) can see what this removes.
 //!
-//! - Values under keys that look like secrets become `"[redacted]"`, and so does every value shaped
-//!   like a credential ([`crate::redact`]); text that streams in deltas is redacted there too.
+//! - Values under keys that look like secrets become `"[redacted]"` (except token counts: a number
+//!   under a key ending in `tokens`), and so does every value shaped like a credential
+//!   ([`crate::redact`]); text that streams in deltas is redacted there too.
 //! - Strings inside tool arguments and progress longer than [`MAX_ARG_STRING_CHARS`] are cut, with a
 //!   marker saying how long they were.
 //! - A tool's output longer than [`MAX_TOOL_OUTPUT_CHARS`] is cut, flagged `truncated` with
@@ -36,12 +37,18 @@ pub fn is_secret_key(key: &str) -> bool {
     SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
 }
 
+/// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens; it is
+/// not a credential.
+fn is_token_count(key: &str, value: &Value) -> bool {
+    value.is_number() && key.to_ascii_lowercase().ends_with("tokens")
+}
+
 /// Redacts secret-looking keys and shortens long strings, recursively.
 pub fn sanitize_value(value: &mut Value) {
     match value {
         Value::Object(map) => {
             for (key, inner) in map.iter_mut() {
-                if is_secret_key(key) {
+                if is_secret_key(key) && !is_token_count(key, inner) {
                     *inner = Value::String(REDACTED.to_owned());
                 } else if let (RAW_ARGUMENTS_KEY, Value::String(raw)) = (key.as_str(), &*inner) {
                     *inner = Value::String(redact_raw_json(raw));
@@ -159,6 +166,8 @@ mod tests {
             "API_KEY": "sk-123",
             "nested": {"Authorization": "Bearer x", "list": [{"session_token": "t"}, "plain"]},
             "Password": 12,
+            "max_tokens": 8192,
+            "api_tokens": "t1 t2",
         });
         sanitize_value(&mut args);
         assert_eq!(
@@ -168,6 +177,8 @@ mod tests {
                 "API_KEY": REDACTED,
                 "nested": {"Authorization": REDACTED, "list": [{"session_token": REDACTED}, "plain"]},
                 "Password": REDACTED,
+                "max_tokens": 8192,
+                "api_tokens": REDACTED,
             })
         );
     }

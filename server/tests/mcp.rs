@@ -3,33 +3,18 @@
 
 mod common;
 
-use std::{
-    path::PathBuf,
-    time::{Duration, Instant},
-};
+use std::time::{Duration, Instant};
 
 use app::protocol::{EventKind, ToolResultStatus};
 use common::*;
 use serde_json::{json, Value};
-
-/// The everything server's entry point; the test command installs it.
-fn everything() -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
-    assert!(
-        path.exists(),
-        "{} is missing: run `npm ci` in tools/mcp (scripts/test.sh does)",
-        path.display()
-    );
-    path
-}
 
 /// A server whose providers file configures `everything` and, with `broken`, a server that
 /// cannot start.
 async fn start(broken: bool) -> TestServer {
     let dir = test_dir();
     let mut servers = json!({
-        "everything": {"command": "node", "args": [everything(), "stdio"]}
+        "everything": {"command": "node", "args": [everything_mcp_server(), "stdio"]}
     });
     if broken {
         servers["broken"] = json!({"command": dir.path().join("no-such-program")});
@@ -277,7 +262,10 @@ async fn a_server_that_dies_is_restarted_and_its_tools_come_back() {
 async fn a_streamable_http_server_is_reached_by_its_url() {
     let port = free_port();
     let mut everything_http = tokio::process::Command::new("node")
-        .args([everything().as_os_str(), "streamableHttp".as_ref()])
+        .args([
+            everything_mcp_server().as_os_str(),
+            "streamableHttp".as_ref(),
+        ])
         .env("PORT", port.to_string())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())

@@ -26,6 +26,9 @@ use serde_json::{json, Value};
 
 const KEY_VARIABLE: &str = "GLASSBOX_TEST_PROVIDER_KEY";
 const KEY: &str = "sk-test-0123456789-never-leak";
+/// The MCP tool the `mcp` model calls, and its arguments.
+const MCP_TOOL: &str = "everything__echo";
+const MCP_ARGS: &str = "{\"message\": \"hi from the model\"}";
 
 #[derive(Clone, Default)]
 struct Fake {
@@ -103,6 +106,17 @@ async fn completions(
                 "tool_calls",
                 Some(json!({"prompt_tokens": 100, "completion_tokens": 20})),
             ),
+        ]),
+        // An MCP tool of the everything server, by its `<server>__<tool>` name.
+        "mcp" if !has_tool_results => sse(vec![
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_m", "type": "function", "function": {"name": MCP_TOOL, "arguments": MCP_ARGS}}]}),
+            ),
+            finish("tool_calls", None),
+        ]),
+        "mcp" => sse(vec![
+            chunk(json!({"content": "Echoed."})),
+            finish("stop", None),
         ]),
         "tools" => sse(vec![
             chunk(json!({"content": "Found "})),
@@ -306,6 +320,11 @@ async fn responses(
             completed(100, 20),
         ]),
         "tools" => typed(vec![text("Found "), text("one TODO."), completed(300, 5)]),
+        "mcp" if !has_outputs => typed(vec![
+            json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_m", "call_id": "call_m", "name": MCP_TOOL, "arguments": MCP_ARGS}}),
+            completed(10, 2),
+        ]),
+        "mcp" => typed(vec![text("Echoed."), completed(10, 2)]),
         "reasoning" => typed(vec![
             json!({"type": "response.reasoning_summary_part.added", "item_id": "rs_1", "output_index": 0, "summary_index": 0}),
             json!({"type": "response.reasoning_summary_text.delta", "item_id": "rs_1", "output_index": 0, "summary_index": 0, "delta": "Let me "}),
@@ -358,6 +377,36 @@ async fn messages(
     };
     let text = anthropic_text;
     let frames = match model.as_str() {
+        "mcp" if !has_results => typed(
+            [
+                vec![
+                    start(10),
+                    block(
+                        0,
+                        json!({"type": "tool_use", "id": "call_m", "name": MCP_TOOL, "input": {}}),
+                    ),
+                    delta(
+                        0,
+                        json!({"type": "input_json_delta", "partial_json": MCP_ARGS}),
+                    ),
+                    stop(0),
+                ],
+                end("tool_use", 2),
+            ]
+            .concat(),
+        ),
+        "mcp" => typed(
+            [
+                vec![
+                    start(10),
+                    block(0, json!({"type": "text", "text": ""})),
+                    text(0, "Echoed."),
+                    stop(0),
+                ],
+                end("end_turn", 2),
+            ]
+            .concat(),
+        ),
         "tools" if !has_results => typed(
             [
                 vec![start(100), json!({"type": "ping"})],
@@ -506,11 +555,11 @@ fn write_providers(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
         &providers,
 json!({"providers": [
             {"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "leaky", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
+             "models": ["tools", "mcp", "leaky", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
             {"name": "resp", "kind": "openai_responses", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "reasoning", "malformed", "reset", "slow"]},
+             "models": ["tools", "mcp", "reasoning", "malformed", "reset", "slow"]},
             {"name": "anth", "kind": "anthropic", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "reasoning", "malformed", "reset", "slow"]}
+             "models": ["tools", "mcp", "reasoning", "malformed", "reset", "slow"]}
         ], "max_steps": 4})
         .to_string(),
     )
@@ -1083,5 +1132,129 @@ async fn a_denied_call_is_reported_to_the_model_and_the_loop_goes_on() {
         .filter_map(|m| m["content"].as_str())
         .any(|content| content.starts_with("Error (denied)"));
     assert!(told, "the model reads that the call was denied");
+    server.stop().await;
+}
+
+/// Each model turn is recorded as the body that went out, in its provider's wire format, and the
+/// inspector still reads it back as an OpenAI chat conversation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_turn_is_recorded_exactly_as_sent_and_the_inspector_reads_every_format() {
+    let (server, fake) = start().await;
+    for (provider, format) in [
+        ("fake", "openai_chat"),
+        ("resp", "openai_responses"),
+        ("anth", "anthropic"),
+    ] {
+        let events = server
+            .chat_stream(&format!("{provider}/tools"), "Where are the TODOs?")
+            .await
+            .collect()
+            .await;
+        let EventKind::MessageFinal { trace_id, .. } = &events.last().expect("events").kind else {
+            panic!("{provider}: {:?}", events.last())
+        };
+        let sent: Vec<Value> = {
+            let requests = fake.requests.lock().unwrap_or_else(|p| p.into_inner());
+            requests[requests.len() - 2..]
+                .iter()
+                .map(|(_, body)| body.clone())
+                .collect()
+        };
+        let (status, turns) = server
+            .get_json(&format!("/api/traces/{trace_id}/model-turns"))
+            .await;
+        assert_eq!(status, 200, "{provider}");
+        let turns = turns.as_array().expect("turns");
+        assert_eq!(turns.len(), 2, "{provider}");
+        for (turn, body) in turns.iter().zip(&sent) {
+            assert_eq!(turn["format"], format, "{provider}");
+            assert_eq!(&turn["request"], body, "{provider}: recorded as sent");
+        }
+
+        let (_, inspector) = server
+            .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
+            .await;
+        let requests: Vec<&Value> = inspector
+            .as_array()
+            .expect("a list")
+            .iter()
+            .filter(|entry| entry["type"] == "llm_request")
+            .collect();
+        let conversation = requests[1]["conversation"].as_array().expect("messages");
+        let roles: Vec<&str> = conversation
+            .iter()
+            .filter_map(|m| m["role"].as_str())
+            .collect();
+        assert_eq!(roles, ["user", "assistant", "tool", "tool"], "{provider}");
+        assert_eq!(
+            conversation[1]["tool_calls"][0]["function"]["name"], "grep_search",
+            "{provider}"
+        );
+        assert_eq!(
+            serde_json::from_str::<Value>(
+                conversation[1]["tool_calls"][0]["function"]["arguments"]
+                    .as_str()
+                    .unwrap_or_default()
+            )
+            .ok(),
+            Some(json!({"query": "TODO"})),
+            "{provider}"
+        );
+        assert_eq!(conversation[2]["tool_call_id"], "call_a", "{provider}");
+        assert!(
+            conversation[2]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("notes.md:2")),
+            "{provider}"
+        );
+    }
+    server.stop().await;
+}
+
+/// An MCP tool reaches the model in each wire format with its server's schema; the model's call
+/// runs on the real everything server and its result goes back to the model.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_calls_an_mcp_tool_in_every_wire_format() {
+    let server_path = everything_mcp_server();
+    let (server, fake) = start_with(json!({
+        "mcp_servers": {"everything": {"command": "node", "args": [server_path, "stdio"]}},
+        "approval": {"mcp": "auto"},
+    }))
+    .await;
+    for provider in ["fake", "resp", "anth"] {
+        let events = server
+            .chat_stream(&format!("{provider}/mcp"), "Echo something")
+            .await
+            .collect()
+            .await;
+        assert_invariants(&events);
+        let message = final_message(&events);
+        let calls: Vec<_> = message.tool_calls().collect();
+        assert_eq!(calls.len(), 1, "{provider}: {:?}", events.last());
+        assert_eq!(calls[0].name, MCP_TOOL, "{provider}");
+        assert_eq!(calls[0].status, ToolCallStatus::Success, "{provider}");
+        assert!(
+            calls[0].output.contains("Echo: hi from the model"),
+            "{provider}: {}",
+            calls[0].output
+        );
+        assert_eq!(message.text(), "Echoed.", "{provider}");
+        let requests: Vec<Value> = {
+            let requests = fake.requests.lock().unwrap_or_else(|p| p.into_inner());
+            requests[requests.len() - 2..]
+                .iter()
+                .map(|(_, body)| body.clone())
+                .collect()
+        };
+        let first = requests[0].to_string();
+        assert!(
+            first.contains(MCP_TOOL) && first.contains("Message to echo"),
+            "{provider}: the tool and its schema were offered: {first}"
+        );
+        assert!(
+            requests[1].to_string().contains("Echo: hi from the model"),
+            "{provider}: the result went back"
+        );
+    }
     server.stop().await;
 }

@@ -79,17 +79,18 @@ impl Agent for ModelAgent {
                     context,
                     reasoning: None,
                 };
-                let turn = self.provider.stream_turn(&request, &mut sink).await;
+                let exchange = self.provider.stream_turn(&request, &mut sink).await;
                 drop(sink);
                 context.record_model_turn(ModelTurn {
                     model: self.model.clone(),
+                    format: exchange.format,
                     after_seq,
-                    request: request_record(&request),
-                    response: response_record(&self.model, &turn),
+                    request: request_record(exchange.sent),
+                    response: response_record(&self.model, &exchange.result),
                     started_at,
                     completed_at: crate::runs::now_rfc3339(),
                 });
-                let turn = match turn {
+                let turn = match exchange.result {
                     Ok(turn) => turn,
                     Err(error) => {
                         return AgentOutcome::Failed {
@@ -143,35 +144,27 @@ impl Agent for ModelAgent {
     }
 }
 
-/// The request as sent, in OpenAI chat format, redacted like every event.
-fn request_record(request: &TurnRequest) -> Value {
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|message| {
-            let mut out = serde_json::json!({"role": message.role, "content": message.content});
-            if !message.tool_calls.is_empty() {
-                out["tool_calls"] = message
-                    .tool_calls
-                    .iter()
-                    .map(|call| serde_json::json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": redact_arguments(&call.arguments)}}))
-                    .collect();
+/// The request body exactly as it went out, redacted like every event (tool-call arguments are
+/// JSON inside a string in the OpenAI formats: redacted inside too).
+fn request_record(mut sent: Value) -> Value {
+    redact_argument_strings(&mut sent);
+    sanitize_value(&mut sent);
+    sent
+}
+
+fn redact_argument_strings(value: &mut Value) {
+    match value {
+        Value::Object(map) => {
+            for (key, inner) in map.iter_mut() {
+                match inner {
+                    Value::String(text) if key == "arguments" => *text = redact_arguments(text),
+                    _ => redact_argument_strings(inner),
+                }
             }
-            if let Some(id) = &message.tool_call_id {
-                out["tool_call_id"] = Value::String(id.clone());
-            }
-            out
-        })
-        .collect();
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|tool| serde_json::json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
-        .collect();
-    let mut record =
-        serde_json::json!({ "model": request.model, "messages": messages, "tools": tools });
-    sanitize_value(&mut record);
-    record
+        }
+        Value::Array(items) => items.iter_mut().for_each(redact_argument_strings),
+        _ => {}
+    }
 }
 
 /// The response as received, as an OpenAI chat completion (or the error that ended the turn).
@@ -211,11 +204,17 @@ fn response_record(model: &str, turn: &Result<TurnOutput, ProviderError>) -> Val
 
 /// Tool-call arguments are JSON inside a string: redact secret-looking keys inside it too (and in
 /// text that does not parse, secret-looking members and credential shapes).
+/// Text with nothing to redact is kept as the model wrote it.
 fn redact_arguments(arguments: &str) -> String {
     match serde_json::from_str::<Value>(arguments) {
-        Ok(mut value) => {
-            sanitize_value(&mut value);
-            value.to_string()
+        Ok(value) => {
+            let mut redacted = value.clone();
+            sanitize_value(&mut redacted);
+            if redacted == value {
+                arguments.to_owned()
+            } else {
+                redacted.to_string()
+            }
         }
         Err(_) => crate::redact::redact_raw_json(arguments),
     }

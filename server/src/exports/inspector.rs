@@ -108,28 +108,30 @@ fn progress_of(trace: &Trace, call_id: &str) -> Vec<Value> {
 /// One model turn as the seed's `llm_request`: every message with a string `content`, and a
 /// chat-completion `response` (a failed turn gets an empty answer and says why in `annotation`).
 fn llm_request(turn: &ModelTurn) -> Value {
+    // The request was recorded as sent, in its provider's wire format.
     let conversation: Vec<Value> = turn
-        .request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(|messages| {
-            messages
-                .iter()
-                .map(|message| {
-                    let mut out = json!({
-                        "role": message.get("role").cloned().unwrap_or(json!("user")),
-                        "content": message.get("content").and_then(Value::as_str).unwrap_or_default(),
-                    });
-                    for key in ["tool_calls", "tool_call_id"] {
-                        if let Some(value) = message.get(key) {
-                            out[key] = value.clone();
-                        }
-                    }
-                    out
-                })
-                .collect()
+        .format
+        .conversation(&turn.request)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|message| {
+            let mut out = json!({
+                "role": message.role,
+                "content": message.content.unwrap_or_default(),
+            });
+            if !message.tool_calls.is_empty() {
+                out["tool_calls"] = message
+                    .tool_calls
+                    .iter()
+                    .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
+                    .collect();
+            }
+            if let Some(id) = message.tool_call_id {
+                out["tool_call_id"] = json!(id);
+            }
+            out
         })
-        .unwrap_or_default();
+        .collect();
     let mut entry =
         json!({ "type": "llm_request", "model": turn.model, "conversation": conversation });
     match turn.response.get("error") {

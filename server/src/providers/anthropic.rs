@@ -4,277 +4,360 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{
-    http, ChatMessage, ChatProvider, ProviderError, RequestedCall, TurnOutput, TurnRequest,
-    TurnSink,
+    provider::{TurnBuilder, WireError, WireFormat},
+    ChatMessage, ProviderError, ProviderKind, RequestedCall, TurnRequest, TurnSink,
 };
-use crate::agents::BoxFuture;
 
 const API_VERSION: &str = "2023-06-01";
 const MAX_TOKENS: u32 = 8192;
 
-pub struct Anthropic {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+pub struct Anthropic;
+
+#[derive(Serialize, Deserialize)]
+pub struct Request {
+    model: String,
+    #[serde(default)]
+    max_tokens: u32,
+    messages: Vec<Message>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
 }
 
-impl Anthropic {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
-        Anthropic {
-            client,
-            url: format!("{}/messages", base_url.trim_end_matches('/')),
-            api_key,
-        }
-    }
-
-    /// Chat-format messages as Anthropic messages: the system prompt apart; tool calls as
-    /// `tool_use` blocks; tool results as `tool_result` blocks in a user message.
-    fn messages(messages: &[ChatMessage]) -> (Option<String>, Vec<Value>) {
-        let mut system = None;
-        let mut out: Vec<Value> = Vec::new();
-        for message in messages {
-            match message.role.as_str() {
-                "system" => system = message.content.clone(),
-                "tool" => {
-                    let block = json!({"type": "tool_result", "tool_use_id": message.tool_call_id, "content": message.content.clone().unwrap_or_default()});
-                    // Results of one turn go together in one user message.
-                    match out.last_mut() {
-                        Some(last)
-                            if last["role"] == "user"
-                                && last["content"].as_array().is_some_and(|c| {
-                                    c.iter().all(|b| b["type"] == "tool_result")
-                                }) =>
-                        {
-                            if let Some(content) = last["content"].as_array_mut() {
-                                content.push(block);
-                            }
-                        }
-                        _ => out.push(json!({"role": "user", "content": [block]})),
-                    }
-                }
-                role => {
-                    let mut blocks = Vec::new();
-                    if let Some(text) = message.content.as_ref().filter(|c| !c.is_empty()) {
-                        blocks.push(json!({"type": "text", "text": text}));
-                    }
-                    for call in &message.tool_calls {
-                        let input: Value =
-                            serde_json::from_str(&call.arguments).unwrap_or_else(|_| json!({}));
-                        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
-                    }
-                    if !blocks.is_empty() {
-                        out.push(json!({"role": if role == "assistant" { "assistant" } else { "user" }, "content": blocks}));
-                    }
-                }
-            }
-        }
-        (system, out)
-    }
-
-    fn body(request: &TurnRequest) -> Value {
-        let (system, messages) = Self::messages(&request.messages);
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"name": tool.name, "description": tool.description, "input_schema": tool.parameters}))
-            .collect();
-        let mut body = json!({"model": request.model, "max_tokens": MAX_TOKENS, "messages": messages, "stream": true});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
-        }
-        if let Some(system) = system {
-            body["system"] = Value::String(system);
-        }
-        body
-    }
+#[derive(Serialize, Deserialize)]
+struct Message {
+    role: String,
+    content: Vec<Content>,
 }
 
-impl ChatProvider for Anthropic {
-    fn stream_turn<'a>(
-        &'a self,
-        request: &'a TurnRequest,
-        sink: &'a mut dyn TurnSink,
-    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
-        Box::pin(async move {
-            let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
-            if let Some(key) = &self.api_key {
-                headers.push(("x-api-key", key.clone()));
-            }
-            let response =
-                http::send(&self.client, &self.url, &headers, &Self::body(request)).await?;
-            http::read_stream(response, MessagesState::default(), sink).await
-        })
-    }
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Content {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+    },
 }
 
+#[derive(Serialize, Deserialize)]
+struct Tool {
+    name: String,
+    description: String,
+    input_schema: Value,
+}
+
+/// One streamed event, by its `type`.
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Event {
+    MessageStart {
+        message: Started,
+    },
+    ContentBlockStart {
+        index: u64,
+        content_block: BlockStart,
+    },
+    ContentBlockDelta {
+        index: u64,
+        delta: BlockDelta,
+    },
+    MessageDelta {
+        #[serde(default)]
+        delta: Option<MessageDelta>,
+        #[serde(default)]
+        usage: Option<Usage>,
+    },
+    MessageStop,
+    Error {
+        #[serde(default)]
+        error: Option<WireError>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+pub struct Started {
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Default, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    input_tokens: Option<u64>,
+    #[serde(default)]
+    output_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+pub struct MessageDelta {
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockStart {
+    Text,
+    Thinking,
+    ToolUse {
+        id: String,
+        name: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockDelta {
+    TextDelta {
+        text: String,
+    },
+    ThinkingDelta {
+        thinking: String,
+    },
+    InputJsonDelta {
+        partial_json: String,
+    },
+    // Signatures and deltas of unknown blocks carry nothing to show.
+    #[serde(other)]
+    Other,
+}
+
+/// The open content blocks by index, and how many thinking blocks (reasoning parts) came so far.
 #[derive(Default)]
-struct MessagesState {
-    output: TurnOutput,
-    /// Content blocks by index: what kind each is.
-    blocks: BTreeMap<u64, Block>,
-    /// Thinking blocks seen so far: each is one reasoning part.
+pub struct Blocks {
+    kinds: BTreeMap<u64, Block>,
     thinking_parts: u32,
-    input_tokens: u64,
-    output_tokens: u64,
-    stopped: bool,
 }
 
 enum Block {
     Text,
     Thinking(u32),
-    ToolUse {
-        id: String,
-        name: String,
-        input: String,
-    },
+    ToolUse,
     Other,
 }
 
-impl http::StreamParser for MessagesState {
-    fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError> {
-        let event = http::parse_chunk(data)?;
-        let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
-        match event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "message_start" => {
-                let usage = event.pointer("/message/usage").cloned().unwrap_or_default();
-                self.input_tokens = usage
-                    .get("input_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
-                self.output_tokens = usage
-                    .get("output_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
+impl WireFormat for Anthropic {
+    const KIND: ProviderKind = ProviderKind::Anthropic;
+    const PATH: &'static str = "/messages";
+    type Request = Request;
+    type Event = Event;
+    type State = Blocks;
+
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
+        headers.extend(api_key.map(|key| ("x-api-key", key.to_owned())));
+        headers
+    }
+
+    fn request(turn: &TurnRequest) -> Request {
+        let system = turn
+            .messages
+            .iter()
+            .rev()
+            .find(|m| m.role == "system")
+            .and_then(|m| m.content.clone());
+        Request {
+            model: turn.model.clone(),
+            max_tokens: MAX_TOKENS,
+            messages: messages(&turn.messages),
+            stream: true,
+            tools: turn
+                .tools
+                .iter()
+                .map(|tool| Tool {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    input_schema: tool.parameters.clone(),
+                })
+                .collect(),
+            system,
+        }
+    }
+
+    fn conversation(request: Request) -> Vec<ChatMessage> {
+        let system = request.system.map(|s| ChatMessage::text("system", s));
+        system
+            .into_iter()
+            .chain(request.messages.into_iter().flat_map(chat_messages))
+            .collect()
+    }
+
+    fn apply(
+        blocks: &mut Blocks,
+        event: Event,
+        turn: &mut TurnBuilder,
+        sink: &mut dyn TurnSink,
+    ) -> Result<bool, ProviderError> {
+        match event {
+            Event::MessageStart { message } => {
+                let usage = message.usage.unwrap_or_default();
+                let total = turn.usage();
+                total.input_tokens = usage.input_tokens.unwrap_or(0);
+                total.output_tokens = usage.output_tokens.unwrap_or(0);
             }
-            "content_block_start" => {
-                let block = event.get("content_block").cloned().unwrap_or_default();
-                let field = |name: &str| {
-                    block
-                        .get(name)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                let kind = match block
-                    .get("type")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                {
-                    "text" => Block::Text,
-                    "thinking" => {
-                        self.thinking_parts += 1;
-                        Block::Thinking(self.thinking_parts - 1)
-                    }
-                    "tool_use" => Block::ToolUse {
-                        id: field("id"),
-                        name: field("name"),
-                        input: String::new(),
-                    },
-                    _ => Block::Other,
-                };
-                self.blocks.insert(index, kind);
-            }
-            "content_block_delta" => {
-                let delta = event.get("delta").cloned().unwrap_or_default();
-                let field = |name: &str| {
-                    delta
-                        .get(name)
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned()
-                };
-                match (
-                    self.blocks.get_mut(&index),
-                    delta
-                        .get("type")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default(),
-                ) {
-                    (Some(Block::Text), "text_delta") => {
-                        let text = field("text");
-                        self.output.text.push_str(&text);
-                        sink.text(&text);
-                    }
-                    (Some(Block::Thinking(part)), "thinking_delta") => {
-                        let part = *part;
-                        let text = field("thinking");
-                        if part > 0
-                            && !self.output.reasoning.is_empty()
-                            && !self.output.reasoning.ends_with("\n\n")
-                        {
-                            self.output.reasoning.push_str("\n\n");
-                        }
-                        self.output.reasoning.push_str(&text);
-                        sink.reasoning(part, &text);
-                    }
-                    (Some(Block::ToolUse { input, .. }), "input_json_delta") => {
-                        input.push_str(&field("partial_json"))
-                    }
-                    // Signatures and deltas of unknown blocks carry nothing to show.
-                    _ => {}
+            Event::ContentBlockStart {
+                index,
+                content_block,
+            } => blocks.start(index, content_block, turn),
+            Event::ContentBlockDelta { index, delta } => blocks.delta(index, delta, turn, sink),
+            Event::MessageDelta { delta, usage } => {
+                if let Some(reason) = delta.and_then(|d| d.stop_reason) {
+                    turn.finish_reason(reason);
+                }
+                if let Some(tokens) = usage.and_then(|u| u.output_tokens) {
+                    turn.usage().output_tokens = tokens;
                 }
             }
-            "message_delta" => {
-                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
-                    self.output.finish_reason = Some(reason.to_owned());
-                }
-                if let Some(tokens) = event
-                    .pointer("/usage/output_tokens")
-                    .and_then(Value::as_u64)
-                {
-                    self.output_tokens = tokens;
-                }
-            }
-            "message_stop" => {
-                self.stopped = true;
+            Event::MessageStop => {
+                turn.completed = true;
                 return Ok(true);
             }
-            "error" => {
-                let message = event
-                    .pointer("/error/message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error");
-                return Err(ProviderError::new(
-                    "provider_error",
-                    format!("The provider reported an error mid-stream: {message}"),
-                ));
-            }
-            _ => {}
+            Event::Error { error } => return Err(WireError::into_error(error)),
+            Event::Other => {}
         }
         Ok(false)
     }
+}
 
-    fn completed(&self) -> bool {
-        self.stopped
+impl Blocks {
+    fn start(&mut self, index: u64, block: BlockStart, turn: &mut TurnBuilder) {
+        let kind = match block {
+            BlockStart::Text => Block::Text,
+            BlockStart::Thinking => {
+                self.thinking_parts += 1;
+                Block::Thinking(self.thinking_parts - 1)
+            }
+            BlockStart::ToolUse { id, name } => {
+                let call = turn.call(index);
+                (call.id, call.name) = (id, name);
+                Block::ToolUse
+            }
+            BlockStart::Other => Block::Other,
+        };
+        self.kinds.insert(index, kind);
     }
 
-    fn finish(mut self, _sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError> {
-        for block in std::mem::take(&mut self.blocks).into_values() {
-            if let Block::ToolUse { id, name, input } = block {
-                let arguments = if input.trim().is_empty() {
-                    "{}".to_owned()
-                } else {
-                    input
+    fn delta(
+        &self,
+        index: u64,
+        delta: BlockDelta,
+        turn: &mut TurnBuilder,
+        sink: &mut dyn TurnSink,
+    ) {
+        match (self.kinds.get(&index), delta) {
+            (Some(Block::Text), BlockDelta::TextDelta { text }) => turn.text(&text, sink),
+            (Some(Block::Thinking(part)), BlockDelta::ThinkingDelta { thinking }) => {
+                turn.reasoning(*part, &thinking, sink)
+            }
+            (Some(Block::ToolUse), BlockDelta::InputJsonDelta { partial_json }) => {
+                turn.call(index).arguments.push_str(&partial_json)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Chat-format messages as Anthropic messages (the system prompt goes apart): tool calls as
+/// `tool_use` blocks; tool results as `tool_result` blocks, those of one turn in one user message.
+fn messages(messages: &[ChatMessage]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::new();
+    for message in messages {
+        match message.role.as_str() {
+            "system" => {}
+            "tool" => {
+                let block = Content::ToolResult {
+                    tool_use_id: message.tool_call_id.clone().unwrap_or_default(),
+                    content: message.content.clone().unwrap_or_default(),
                 };
-                self.output.tool_calls.push(RequestedCall {
-                    id,
-                    name,
-                    arguments,
-                });
+                match out.last_mut() {
+                    Some(last) if last.role == "user" && last.only_results() => {
+                        last.content.push(block)
+                    }
+                    _ => out.push(Message {
+                        role: "user".into(),
+                        content: vec![block],
+                    }),
+                }
+            }
+            role => {
+                let text = message.content.iter().filter(|c| !c.is_empty());
+                let content: Vec<Content> = text
+                    .map(|text| Content::Text { text: text.clone() })
+                    .chain(message.tool_calls.iter().map(|call| {
+                        Content::ToolUse {
+                            id: call.id.clone(),
+                            name: call.name.clone(),
+                            input: serde_json::from_str(&call.arguments)
+                                .unwrap_or_else(|_| Value::Object(Default::default())),
+                        }
+                    }))
+                    .collect();
+                if !content.is_empty() {
+                    let role = if role == "assistant" { role } else { "user" };
+                    out.push(Message {
+                        role: role.into(),
+                        content,
+                    });
+                }
             }
         }
-        self.output.usage = Some(app::protocol::Usage {
-            input_tokens: self.input_tokens,
-            output_tokens: self.output_tokens,
-            reasoning_tokens: None,
-        });
-        Ok(self.output)
     }
+    out
+}
+
+impl Message {
+    fn only_results(&self) -> bool {
+        self.content
+            .iter()
+            .all(|block| matches!(block, Content::ToolResult { .. }))
+    }
+}
+
+/// An Anthropic message back in chat format: tool results become tool messages.
+fn chat_messages(message: Message) -> Vec<ChatMessage> {
+    let mut out = Vec::new();
+    let mut own = ChatMessage {
+        content: None,
+        ..ChatMessage::text(&message.role, "")
+    };
+    for block in message.content {
+        match block {
+            Content::Text { text } => own.content.get_or_insert_with(String::new).push_str(&text),
+            Content::ToolUse { id, name, input } => own.tool_calls.push(RequestedCall {
+                id,
+                name,
+                arguments: input.to_string(),
+            }),
+            Content::ToolResult {
+                tool_use_id,
+                content,
+            } => out.push(ChatMessage {
+                tool_call_id: Some(tool_use_id),
+                ..ChatMessage::text("tool", content)
+            }),
+        }
+    }
+    if own.content.is_some() || !own.tool_calls.is_empty() {
+        out.insert(0, own);
+    }
+    out
 }

@@ -1,30 +1,23 @@
-//! What every adapter does the same way: send with retries (429 and 5xx, only before anything has
-//! streamed), map HTTP failures to readable errors, and read an SSE body through a parser.
+//! Sending a request: retries (429 and 5xx, only before anything has streamed) and HTTP failures
+//! mapped to readable errors.
 
-use futures::StreamExt;
 use serde_json::Value;
 
-use super::{sse::SseDecoder, ProviderError, TurnOutput, TurnSink, RETRY_DELAYS};
-
-/// Folds one provider's stream into a turn.
-pub trait StreamParser {
-    /// Applies one `data` payload; returns true when it ends the stream.
-    fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError>;
-    /// Whether the stream said it was complete (a finish reason, a stop event).
-    fn completed(&self) -> bool;
-    fn finish(self, sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError>;
-}
+use super::{ProviderError, RETRY_DELAYS};
 
 /// POSTs `body` to `url`, retrying 429 and 5xx (and refused connections) with backoff.
 pub async fn send(
     client: &reqwest::Client,
     url: &str,
     headers: &[(&str, String)],
-    body: &Value,
+    body: bytes::Bytes,
 ) -> Result<reqwest::Response, ProviderError> {
     let mut attempt = 0;
     loop {
-        let mut builder = client.post(url).json(body);
+        let mut builder = client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.clone());
         for (name, value) in headers {
             builder = builder.header(*name, value);
         }
@@ -87,51 +80,6 @@ pub async fn send(
             ),
         });
     }
-}
-
-/// Reads the SSE body to its end through `parser`.
-pub async fn read_stream<P: StreamParser>(
-    response: reqwest::Response,
-    mut parser: P,
-    sink: &mut dyn TurnSink,
-) -> Result<TurnOutput, ProviderError> {
-    let mut body = response.bytes_stream();
-    let mut decoder = SseDecoder::default();
-    let mut done = false;
-    while let Some(chunk) = body.next().await {
-        let bytes = chunk.map_err(|error| {
-            ProviderError::new(
-                "stream_interrupted",
-                format!(
-                    "The connection to the provider broke mid-answer: {}",
-                    without_url(&error)
-                ),
-            )
-        })?;
-        for data in decoder.push(&bytes) {
-            done |= parser.apply(&data, sink)?;
-        }
-    }
-    if let Some(data) = decoder.finish() {
-        done |= parser.apply(&data, sink)?;
-    }
-    if !done && !parser.completed() {
-        return Err(ProviderError::new(
-            "stream_interrupted",
-            "The provider's stream ended before the answer was complete.",
-        ));
-    }
-    parser.finish(sink)
-}
-
-/// Parses one `data` payload as JSON, or fails as a malformed stream.
-pub fn parse_chunk(data: &str) -> Result<Value, ProviderError> {
-    serde_json::from_str(data).map_err(|_| {
-        ProviderError::new(
-            "malformed_stream",
-            "The provider sent a chunk that is not valid JSON.",
-        )
-    })
 }
 
 /// The provider's own error message from an error body, shortened.

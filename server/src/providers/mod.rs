@@ -1,5 +1,6 @@
 //! Model providers: the services that answer a conversation with text, reasoning and tool calls.
-//! Each adapter speaks one wire format and reports a turn through a [`TurnSink`]; the agent loop
+//! One [`provider::Provider`] speaks every API through a [`provider::WireFormat`] (serde types for
+//! each API's request and stream) and reports a turn through a [`TurnSink`]; the agent loop
 //! (`agents::model_loop`) turns that into events. Configuration comes from a JSON file
 //! (`--providers-file`); API keys come only from environment variables it names, and never reach
 //! the browser, the events, the database or the logs.
@@ -8,6 +9,7 @@ mod anthropic;
 mod http;
 mod openai_chat;
 mod openai_responses;
+mod provider;
 pub mod sse;
 
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
@@ -19,9 +21,10 @@ use crate::{
     agents::BoxFuture,
     tools::{approval::ApprovalConfig, mcp::McpServerConfig},
 };
-pub use anthropic::Anthropic;
-pub use openai_chat::OpenAiChat;
-pub use openai_responses::OpenAiResponses;
+use anthropic::Anthropic;
+use openai_chat::OpenAiChat;
+use openai_responses::OpenAiResponses;
+use provider::Provider;
 
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -60,15 +63,62 @@ pub struct ProviderConfig {
     pub system_prompt: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
     /// OpenAI-compatible Chat Completions: OpenAI, vLLM, Ollama, llama.cpp's server, OpenRouter.
+    #[default]
     OpenaiChat,
     /// The OpenAI Responses API.
     OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::OpenaiChat => "openai_chat",
+            ProviderKind::OpenaiResponses => "openai_responses",
+            ProviderKind::Anthropic => "anthropic",
+        }
+    }
+
+    /// A stored format name; turns recorded before formats were stored are OpenAI chat.
+    pub fn parse(name: &str) -> Self {
+        [ProviderKind::OpenaiResponses, ProviderKind::Anthropic]
+            .into_iter()
+            .find(|kind| kind.as_str() == name)
+            .unwrap_or_default()
+    }
+
+    fn provider(
+        self,
+        client: reqwest::Client,
+        base_url: &str,
+        api_key: Option<String>,
+    ) -> Arc<dyn ChatProvider> {
+        match self {
+            ProviderKind::OpenaiChat => {
+                Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
+            }
+            ProviderKind::OpenaiResponses => {
+                Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
+            }
+            ProviderKind::Anthropic => {
+                Arc::new(Provider::<Anthropic>::new(client, base_url, api_key))
+            }
+        }
+    }
+
+    /// A request recorded in this format, back in OpenAI chat format (the inspector's).
+    pub fn conversation(self, sent: &Value) -> Option<Vec<ChatMessage>> {
+        match self {
+            ProviderKind::OpenaiChat => provider::conversation::<OpenAiChat>(sent),
+            ProviderKind::OpenaiResponses => provider::conversation::<OpenAiResponses>(sent),
+            ProviderKind::Anthropic => provider::conversation::<Anthropic>(sent),
+        }
+    }
 }
 
 /// A message of the conversation sent to the model, in OpenAI chat format (the inspector's format
@@ -151,12 +201,19 @@ impl ProviderError {
     }
 }
 
+/// One model turn on the wire: the request body exactly as it went out, and what came back.
+pub struct Exchange {
+    pub format: ProviderKind,
+    pub sent: Value,
+    pub result: Result<TurnOutput, ProviderError>,
+}
+
 pub trait ChatProvider: Send + Sync {
     fn stream_turn<'a>(
         &'a self,
         request: &'a TurnRequest,
         sink: &'a mut dyn TurnSink,
-    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>>;
+    ) -> BoxFuture<'a, Exchange>;
 }
 
 /// Retries on 429 and 5xx, only before the first streamed byte.
@@ -217,19 +274,9 @@ impl Providers {
                 },
                 None => None,
             };
-            let adapter: Arc<dyn ChatProvider> = match config.kind {
-                ProviderKind::OpenaiChat => {
-                    Arc::new(OpenAiChat::new(client.clone(), &config.base_url, api_key))
-                }
-                ProviderKind::OpenaiResponses => Arc::new(OpenAiResponses::new(
-                    client.clone(),
-                    &config.base_url,
-                    api_key,
-                )),
-                ProviderKind::Anthropic => {
-                    Arc::new(Anthropic::new(client.clone(), &config.base_url, api_key))
-                }
-            };
+            let adapter = config
+                .kind
+                .provider(client.clone(), &config.base_url, api_key);
             providers.insert(
                 config.name.clone(),
                 Configured {

@@ -3,203 +3,289 @@
 //! (which never leaks into the answer); tool calls arrive in fragments joined by `index`; usage
 //! comes with the last chunk (`stream_options.include_usage`).
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
-use super::{http, ChatProvider, ProviderError, RequestedCall, TurnOutput, TurnRequest, TurnSink};
-use crate::agents::BoxFuture;
+use super::{
+    provider::{TurnBuilder, WireError, WireFormat},
+    ChatMessage, ProviderError, ProviderKind, RequestedCall, TurnRequest, TurnSink,
+};
 
-pub struct OpenAiChat {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+pub struct OpenAiChat;
+
+#[derive(Serialize, Deserialize)]
+pub struct Request {
+    model: String,
+    messages: Vec<Message>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool>,
 }
 
-impl OpenAiChat {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
-        OpenAiChat {
-            client,
-            url: format!("{}/chat/completions", base_url.trim_end_matches('/')),
-            api_key,
-        }
-    }
-
-    fn body(request: &TurnRequest) -> Value {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"type": "function", "function": {"name": tool.name, "description": tool.description, "parameters": tool.parameters}}))
-            .collect();
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|message| {
-                let mut out = json!({"role": message.role, "content": message.content});
-                if !message.tool_calls.is_empty() {
-                    out["tool_calls"] = message
-                        .tool_calls
-                        .iter()
-                        .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
-                        .collect();
-                }
-                if let Some(id) = &message.tool_call_id {
-                    out["tool_call_id"] = json!(id);
-                }
-                out
-            })
-            .collect();
-        let mut body = json!({
-            "model": request.model,
-            "messages": messages,
-            "stream": true,
-            "stream_options": {"include_usage": true},
-        });
-        if !tools.is_empty() {
-            body["tools"] = json!(tools);
-        }
-        body
-    }
+#[derive(Serialize, Deserialize)]
+struct StreamOptions {
+    include_usage: bool,
 }
 
-impl ChatProvider for OpenAiChat {
-    fn stream_turn<'a>(
-        &'a self,
-        request: &'a TurnRequest,
-        sink: &'a mut dyn TurnSink,
-    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
-        Box::pin(async move {
-            let headers: Vec<(&str, String)> = self
-                .api_key
+#[derive(Serialize, Deserialize)]
+struct Message {
+    role: String,
+    content: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<String>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ToolCall {
+    Function { id: String, function: Function },
+}
+
+#[derive(Serialize, Deserialize)]
+struct Function {
+    name: String,
+    arguments: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Tool {
+    Function { function: FunctionSchema },
+}
+
+#[derive(Serialize, Deserialize)]
+struct FunctionSchema {
+    name: String,
+    description: String,
+    parameters: Value,
+}
+
+/// One `chat.completion.chunk`.
+#[derive(Deserialize)]
+pub struct Chunk {
+    #[serde(default)]
+    error: Option<WireError>,
+    #[serde(default)]
+    usage: Option<Usage>,
+    #[serde(default)]
+    choices: Option<Vec<Choice>>,
+}
+
+#[derive(Deserialize)]
+struct Usage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    completion_tokens_details: Option<UsageDetails>,
+}
+
+#[derive(Deserialize)]
+struct UsageDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct Choice {
+    #[serde(default)]
+    finish_reason: Option<String>,
+    #[serde(default)]
+    delta: Option<Delta>,
+}
+
+#[derive(Deserialize)]
+struct Delta {
+    #[serde(default)]
+    reasoning_content: Option<String>,
+    #[serde(default)]
+    reasoning: Option<String>,
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<CallFragment>>,
+}
+
+#[derive(Deserialize)]
+struct CallFragment {
+    #[serde(default)]
+    index: u64,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default)]
+    function: Option<FunctionFragment>,
+}
+
+#[derive(Deserialize)]
+struct FunctionFragment {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl WireFormat for OpenAiChat {
+    const KIND: ProviderKind = ProviderKind::OpenaiChat;
+    const PATH: &'static str = "/chat/completions";
+    type Request = Request;
+    type Event = Chunk;
+    type State = ThinkSplitter;
+
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        bearer(api_key)
+    }
+
+    fn request(turn: &TurnRequest) -> Request {
+        Request {
+            model: turn.model.clone(),
+            messages: turn.messages.iter().map(Message::from).collect(),
+            stream: true,
+            stream_options: Some(StreamOptions {
+                include_usage: true,
+            }),
+            tools: turn
+                .tools
                 .iter()
-                .map(|key| ("authorization", format!("Bearer {key}")))
-                .collect();
-            let response =
-                http::send(&self.client, &self.url, &headers, &Self::body(request)).await?;
-            http::read_stream(response, TurnState::default(), sink).await
-        })
+                .map(|tool| Tool::Function {
+                    function: FunctionSchema {
+                        name: tool.name.clone(),
+                        description: tool.description.clone(),
+                        parameters: tool.parameters.clone(),
+                    },
+                })
+                .collect(),
+        }
     }
-}
 
-/// Folds chunks into a turn.
-#[derive(Default)]
-struct TurnState {
-    output: TurnOutput,
-    think: ThinkSplitter,
-    /// Tool-call fragments by `index`: (id, name, arguments).
-    calls: std::collections::BTreeMap<u64, (String, String, String)>,
-}
+    fn conversation(request: Request) -> Vec<ChatMessage> {
+        request
+            .messages
+            .into_iter()
+            .map(ChatMessage::from)
+            .collect()
+    }
 
-impl http::StreamParser for TurnState {
-    /// Applies one `data` payload; true at `[DONE]`.
-    fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError> {
-        if data.trim() == "[DONE]" {
-            return Ok(true);
+    fn apply(
+        think: &mut ThinkSplitter,
+        chunk: Chunk,
+        turn: &mut TurnBuilder,
+        sink: &mut dyn TurnSink,
+    ) -> Result<bool, ProviderError> {
+        if chunk.error.is_some() {
+            return Err(WireError::into_error(chunk.error));
         }
-        let chunk = http::parse_chunk(data)?;
-        if let Some(error) = chunk.get("error") {
-            let message = error
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown error");
-            return Err(ProviderError::new(
-                "provider_error",
-                format!("The provider reported an error mid-stream: {message}"),
-            ));
-        }
-        if let Some(usage) = chunk.get("usage").filter(|u| !u.is_null()) {
-            self.output.usage = Some(app::protocol::Usage {
-                input_tokens: usage
-                    .get("prompt_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                output_tokens: usage
-                    .get("completion_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
+        if let Some(usage) = chunk.usage {
+            *turn.usage() = app::protocol::Usage {
+                input_tokens: usage.prompt_tokens,
+                output_tokens: usage.completion_tokens,
                 reasoning_tokens: usage
-                    .pointer("/completion_tokens_details/reasoning_tokens")
-                    .and_then(Value::as_u64),
-            });
+                    .completion_tokens_details
+                    .and_then(|details| details.reasoning_tokens),
+            };
         }
-        let Some(choice) = chunk.get("choices").and_then(|c| c.get(0)) else {
+        let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {
             return Ok(false);
         };
-        if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-            self.output.finish_reason = Some(reason.to_owned());
+        if let Some(reason) = choice.finish_reason {
+            turn.finish_reason(reason);
+            turn.completed = true;
         }
-        let Some(delta) = choice.get("delta") else {
-            return Ok(false);
-        };
-        for field in ["reasoning_content", "reasoning"] {
-            if let Some(text) = delta.get(field).and_then(Value::as_str) {
-                self.output.reasoning.push_str(text);
-                sink.reasoning(0, text);
-            }
-        }
-        if let Some(content) = delta.get("content").and_then(Value::as_str) {
-            for piece in self.think.push(content) {
-                self.emit(piece, sink);
-            }
-        }
-        if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-            for call in calls {
-                let index = call.get("index").and_then(Value::as_u64).unwrap_or(0);
-                let entry = self.calls.entry(index).or_default();
-                if let Some(id) = call.get("id").and_then(Value::as_str) {
-                    entry.0 = id.to_owned();
-                }
-                if let Some(name) = call.pointer("/function/name").and_then(Value::as_str) {
-                    entry.1.push_str(name);
-                }
-                if let Some(arguments) = call.pointer("/function/arguments").and_then(Value::as_str)
-                {
-                    entry.2.push_str(arguments);
-                }
-            }
+        if let Some(delta) = choice.delta {
+            apply_delta(think, delta, turn, sink);
         }
         Ok(false)
     }
 
-    fn completed(&self) -> bool {
-        self.output.finish_reason.is_some()
-    }
-
-    fn finish(mut self, sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError> {
-        for piece in self.think.flush() {
-            self.emit(piece, sink);
+    fn flush(think: &mut ThinkSplitter, turn: &mut TurnBuilder, sink: &mut dyn TurnSink) {
+        for piece in think.flush() {
+            piece.emit(turn, sink);
         }
-        for (index, (id, name, arguments)) in std::mem::take(&mut self.calls) {
-            if name.is_empty() {
-                return Err(ProviderError::new(
-                    "malformed_stream",
-                    "The provider sent a tool call without a name.",
-                ));
-            }
-            let id = if id.is_empty() {
-                format!("call_{index}")
-            } else {
-                id
-            };
-            self.output.tool_calls.push(RequestedCall {
-                id,
-                name,
-                arguments,
-            });
-        }
-        Ok(self.output)
     }
 }
 
-impl TurnState {
-    fn emit(&mut self, piece: Piece, sink: &mut dyn TurnSink) {
-        match piece {
-            Piece::Reasoning(text) => {
-                self.output.reasoning.push_str(&text);
-                sink.reasoning(0, &text);
-            }
-            Piece::Text(text) => {
-                self.output.text.push_str(&text);
-                sink.text(&text);
-            }
+/// `Authorization: Bearer <key>`, the OpenAI APIs' header.
+pub fn bearer(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    api_key
+        .map(|key| ("authorization", format!("Bearer {key}")))
+        .into_iter()
+        .collect()
+}
+
+fn apply_delta(
+    think: &mut ThinkSplitter,
+    delta: Delta,
+    turn: &mut TurnBuilder,
+    sink: &mut dyn TurnSink,
+) {
+    for text in [delta.reasoning_content, delta.reasoning]
+        .into_iter()
+        .flatten()
+    {
+        turn.reasoning(0, &text, sink);
+    }
+    if let Some(content) = delta.content {
+        for piece in think.push(&content) {
+            piece.emit(turn, sink);
+        }
+    }
+    for fragment in delta.tool_calls.into_iter().flatten() {
+        let call = turn.call(fragment.index);
+        if let Some(id) = fragment.id {
+            call.id = id;
+        }
+        let function = fragment.function.unwrap_or(FunctionFragment {
+            name: None,
+            arguments: None,
+        });
+        call.name
+            .push_str(function.name.as_deref().unwrap_or_default());
+        call.arguments
+            .push_str(function.arguments.as_deref().unwrap_or_default());
+    }
+}
+
+impl From<&ChatMessage> for Message {
+    fn from(message: &ChatMessage) -> Self {
+        Message {
+            role: message.role.clone(),
+            content: message.content.clone(),
+            tool_calls: message
+                .tool_calls
+                .iter()
+                .map(|call| ToolCall::Function {
+                    id: call.id.clone(),
+                    function: Function {
+                        name: call.name.clone(),
+                        arguments: call.arguments.clone(),
+                    },
+                })
+                .collect(),
+            tool_call_id: message.tool_call_id.clone(),
+        }
+    }
+}
+
+impl From<Message> for ChatMessage {
+    fn from(message: Message) -> Self {
+        ChatMessage {
+            role: message.role,
+            content: message.content,
+            tool_calls: message
+                .tool_calls
+                .into_iter()
+                .map(|ToolCall::Function { id, function }| RequestedCall {
+                    id,
+                    name: function.name,
+                    arguments: function.arguments,
+                })
+                .collect(),
+            tool_call_id: message.tool_call_id,
         }
     }
 }
@@ -210,10 +296,19 @@ enum Piece {
     Text(String),
 }
 
+impl Piece {
+    fn emit(self, turn: &mut TurnBuilder, sink: &mut dyn TurnSink) {
+        match self {
+            Piece::Reasoning(text) => turn.reasoning(0, &text, sink),
+            Piece::Text(text) => turn.text(&text, sink),
+        }
+    }
+}
+
 /// Splits content into reasoning (inside `<think>…</think>`) and answer text, even when a tag is
 /// cut across chunks.
 #[derive(Default)]
-struct ThinkSplitter {
+pub struct ThinkSplitter {
     thinking: bool,
     pending: String,
 }

@@ -5,246 +5,336 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::{json, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use super::{
-    http, ChatMessage, ChatProvider, ProviderError, RequestedCall, TurnOutput, TurnRequest,
-    TurnSink,
+    openai_chat::bearer,
+    provider::{TurnBuilder, WireError, WireFormat},
+    ChatMessage, ProviderError, ProviderKind, RequestedCall, TurnRequest, TurnSink,
 };
-use crate::agents::BoxFuture;
 
-pub struct OpenAiResponses {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+pub struct OpenAiResponses;
+
+#[derive(Serialize, Deserialize)]
+pub struct Request {
+    model: String,
+    input: Vec<Item>,
+    #[serde(default)]
+    tools: Vec<Tool>,
+    #[serde(default)]
+    stream: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningOptions>,
 }
 
-impl OpenAiResponses {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
-        OpenAiResponses {
-            client,
-            url: format!("{}/responses", base_url.trim_end_matches('/')),
-            api_key,
-        }
-    }
-
-    /// Chat-format messages as Responses input items.
-    fn input(messages: &[ChatMessage]) -> Vec<Value> {
-        let mut items = Vec::new();
-        for message in messages {
-            match message.role.as_str() {
-                "tool" => items.push(json!({
-                    "type": "function_call_output",
-                    "call_id": message.tool_call_id,
-                    "output": message.content.clone().unwrap_or_default(),
-                })),
-                role => {
-                    if let Some(content) = message.content.as_ref().filter(|c| !c.is_empty()) {
-                        items.push(json!({"role": role, "content": content}));
-                    }
-                    for call in &message.tool_calls {
-                        items.push(json!({"type": "function_call", "call_id": call.id, "name": call.name, "arguments": call.arguments}));
-                    }
-                }
-            }
-        }
-        items
-    }
-
-    fn body(request: &TurnRequest) -> Value {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| json!({"type": "function", "name": tool.name, "description": tool.description, "parameters": tool.parameters}))
-            .collect();
-        json!({
-            "model": request.model,
-            "input": Self::input(&request.messages),
-            "tools": tools,
-            "stream": true,
-            "reasoning": {"summary": "auto"},
-        })
-    }
+#[derive(Serialize, Deserialize)]
+struct ReasoningOptions {
+    summary: String,
 }
 
-impl ChatProvider for OpenAiResponses {
-    fn stream_turn<'a>(
-        &'a self,
-        request: &'a TurnRequest,
-        sink: &'a mut dyn TurnSink,
-    ) -> BoxFuture<'a, Result<TurnOutput, ProviderError>> {
-        Box::pin(async move {
-            let headers: Vec<(&str, String)> = self
-                .api_key
-                .iter()
-                .map(|key| ("authorization", format!("Bearer {key}")))
-                .collect();
-            let response =
-                http::send(&self.client, &self.url, &headers, &Self::body(request)).await?;
-            http::read_stream(response, ResponsesState::default(), sink).await
-        })
-    }
+/// An input item: a message, a call the model made, or a call's output.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Item {
+    Message {
+        role: String,
+        content: String,
+    },
+    FunctionCall {
+        call_id: String,
+        name: String,
+        arguments: String,
+    },
+    FunctionCallOutput {
+        call_id: String,
+        output: String,
+    },
 }
 
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Tool {
+    Function {
+        name: String,
+        description: String,
+        parameters: Value,
+    },
+}
+
+/// One streamed event, by its `type`.
+#[derive(Deserialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "response.reasoning_summary_text.delta")]
+    ReasoningDelta {
+        #[serde(default)]
+        summary_index: u32,
+        delta: String,
+    },
+    #[serde(rename = "response.output_text.delta")]
+    TextDelta { delta: String },
+    #[serde(rename = "response.output_item.added")]
+    ItemAdded {
+        #[serde(default)]
+        output_index: Option<u64>,
+        item: OutputItem,
+    },
+    #[serde(rename = "response.function_call_arguments.delta")]
+    ArgumentsDelta {
+        #[serde(default)]
+        item_id: Option<String>,
+        #[serde(default)]
+        output_index: Option<u64>,
+        delta: String,
+    },
+    #[serde(rename = "response.function_call_arguments.done")]
+    ArgumentsDone {
+        #[serde(default)]
+        item_id: Option<String>,
+        #[serde(default)]
+        output_index: Option<u64>,
+        arguments: String,
+    },
+    #[serde(rename = "response.completed", alias = "response.incomplete")]
+    Completed { response: Outcome },
+    #[serde(rename = "response.failed")]
+    Failed { response: FailedResponse },
+    #[serde(rename = "error")]
+    Error {
+        #[serde(default)]
+        error: Option<WireError>,
+        #[serde(default)]
+        message: Option<String>,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutputItem {
+    FunctionCall {
+        #[serde(default)]
+        id: String,
+        #[serde(default)]
+        call_id: String,
+        #[serde(default)]
+        name: String,
+        #[serde(default)]
+        arguments: String,
+    },
+    #[serde(other)]
+    Other,
+}
+
+#[derive(Deserialize)]
+pub struct Outcome {
+    #[serde(default)]
+    status: Option<String>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+pub struct FailedResponse {
+    #[serde(default)]
+    error: Option<WireError>,
+}
+
+#[derive(Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    input_tokens: u64,
+    #[serde(default)]
+    output_tokens: u64,
+    #[serde(default)]
+    output_tokens_details: Option<UsageDetails>,
+}
+
+#[derive(Deserialize)]
+pub struct UsageDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
+}
+
+/// Output positions of function calls by their item id.
 #[derive(Default)]
-struct ResponsesState {
-    output: TurnOutput,
-    /// Function calls by output item id: (call_id, name, arguments).
-    calls: BTreeMap<u64, (String, String, String)>,
-    item_index: BTreeMap<String, u64>,
-    completed: bool,
-}
+pub struct Items(BTreeMap<String, u64>);
 
-impl http::StreamParser for ResponsesState {
-    fn apply(&mut self, data: &str, sink: &mut dyn TurnSink) -> Result<bool, ProviderError> {
-        if data.trim() == "[DONE]" {
-            return Ok(true);
+impl WireFormat for OpenAiResponses {
+    const KIND: ProviderKind = ProviderKind::OpenaiResponses;
+    const PATH: &'static str = "/responses";
+    type Request = Request;
+    type Event = Event;
+    type State = Items;
+
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        bearer(api_key)
+    }
+
+    fn request(turn: &TurnRequest) -> Request {
+        Request {
+            model: turn.model.clone(),
+            input: turn.messages.iter().flat_map(items).collect(),
+            tools: turn
+                .tools
+                .iter()
+                .map(|tool| Tool::Function {
+                    name: tool.name.clone(),
+                    description: tool.description.clone(),
+                    parameters: tool.parameters.clone(),
+                })
+                .collect(),
+            stream: true,
+            reasoning: Some(ReasoningOptions {
+                summary: "auto".into(),
+            }),
         }
-        let event = http::parse_chunk(data)?;
-        let text = |field: &str| {
-            event
-                .get(field)
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned()
-        };
-        match event
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-        {
-            "response.reasoning_summary_text.delta" => {
-                let index = event
-                    .get("summary_index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0) as u32;
-                let delta = text("delta");
-                if index > 0
-                    && !self.output.reasoning.is_empty()
-                    && !self.output.reasoning.ends_with("\n\n")
-                {
-                    self.output.reasoning.push_str("\n\n");
-                }
-                self.output.reasoning.push_str(&delta);
-                sink.reasoning(index, &delta);
-            }
-            "response.output_text.delta" => {
-                let delta = text("delta");
-                self.output.text.push_str(&delta);
-                sink.text(&delta);
-            }
-            "response.output_item.added" => {
-                let item = event.get("item").cloned().unwrap_or_default();
-                if item.get("type").and_then(Value::as_str) == Some("function_call") {
-                    let position = event
-                        .get("output_index")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(self.calls.len() as u64);
-                    let field = |name: &str| {
-                        item.get(name)
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_owned()
+    }
+
+    fn conversation(request: Request) -> Vec<ChatMessage> {
+        let mut messages: Vec<ChatMessage> = Vec::new();
+        for item in request.input {
+            match item {
+                Item::Message { role, content } => messages.push(ChatMessage::text(&role, content)),
+                Item::FunctionCall {
+                    call_id,
+                    name,
+                    arguments,
+                } => {
+                    let call = RequestedCall {
+                        id: call_id,
+                        name,
+                        arguments,
                     };
-                    self.item_index.insert(field("id"), position);
-                    self.calls.insert(
-                        position,
-                        (field("call_id"), field("name"), field("arguments")),
-                    );
+                    match messages.last_mut() {
+                        Some(last) if last.role == "assistant" => last.tool_calls.push(call),
+                        _ => messages.push(ChatMessage {
+                            role: "assistant".into(),
+                            content: None,
+                            tool_calls: vec![call],
+                            tool_call_id: None,
+                        }),
+                    }
+                }
+                Item::FunctionCallOutput { call_id, output } => messages.push(ChatMessage {
+                    tool_call_id: Some(call_id),
+                    ..ChatMessage::text("tool", output)
+                }),
+            }
+        }
+        messages
+    }
+
+    fn apply(
+        items: &mut Items,
+        event: Event,
+        turn: &mut TurnBuilder,
+        sink: &mut dyn TurnSink,
+    ) -> Result<bool, ProviderError> {
+        match event {
+            Event::ReasoningDelta {
+                summary_index,
+                delta,
+            } => turn.reasoning(summary_index, &delta, sink),
+            Event::TextDelta { delta } => turn.text(&delta, sink),
+            Event::ItemAdded {
+                output_index,
+                item:
+                    OutputItem::FunctionCall {
+                        id,
+                        call_id,
+                        name,
+                        arguments,
+                    },
+            } => {
+                let position = output_index.unwrap_or(turn.call_count());
+                items.0.insert(id, position);
+                *turn.call(position) = super::provider::PendingCall {
+                    id: call_id,
+                    name,
+                    arguments,
+                };
+            }
+            Event::ArgumentsDelta {
+                item_id,
+                output_index,
+                delta,
+            } => {
+                if let Some(call) = items.call(item_id, output_index, turn) {
+                    call.arguments.push_str(&delta);
                 }
             }
-            "response.function_call_arguments.delta" => {
-                if let Some(call) = self.call_for(&event) {
-                    call.2.push_str(
-                        event
-                            .get("delta")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default(),
-                    );
+            Event::ArgumentsDone {
+                item_id,
+                output_index,
+                arguments,
+            } => {
+                if let Some(call) = items.call(item_id, output_index, turn) {
+                    call.arguments = arguments;
                 }
             }
-            "response.function_call_arguments.done" => {
-                let arguments = text("arguments");
-                if let Some(call) = self.call_for(&event) {
-                    call.2 = arguments;
+            Event::Completed { response } => {
+                turn.completed = true;
+                if let Some(status) = response.status {
+                    turn.finish_reason(status);
                 }
-            }
-            "response.completed" | "response.incomplete" => {
-                self.completed = true;
-                let response = event.get("response").cloned().unwrap_or_default();
-                self.output.finish_reason = response
-                    .get("status")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                if let Some(usage) = response.get("usage").filter(|u| !u.is_null()) {
-                    self.output.usage = Some(app::protocol::Usage {
-                        input_tokens: usage
-                            .get("input_tokens")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0),
-                        output_tokens: usage
-                            .get("output_tokens")
-                            .and_then(Value::as_u64)
-                            .unwrap_or(0),
+                if let Some(usage) = response.usage {
+                    *turn.usage() = app::protocol::Usage {
+                        input_tokens: usage.input_tokens,
+                        output_tokens: usage.output_tokens,
                         reasoning_tokens: usage
-                            .pointer("/output_tokens_details/reasoning_tokens")
-                            .and_then(Value::as_u64),
-                    });
+                            .output_tokens_details
+                            .and_then(|details| details.reasoning_tokens),
+                    };
                 }
                 return Ok(true);
             }
-            "response.failed" | "error" => {
-                let message = event
-                    .pointer("/response/error/message")
-                    .or_else(|| event.pointer("/error/message"))
-                    .or_else(|| event.get("message"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error");
-                return Err(ProviderError::new(
-                    "provider_error",
-                    format!("The provider reported an error mid-stream: {message}"),
-                ));
+            Event::Failed { response } => return Err(WireError::into_error(response.error)),
+            Event::Error { error, message } => {
+                return Err(WireError::into_error(
+                    error.or(message.map(WireError::Text)),
+                ))
             }
-            _ => {}
+            Event::ItemAdded { .. } | Event::Other => {}
         }
         Ok(false)
     }
+}
 
-    fn completed(&self) -> bool {
-        self.completed
-    }
-
-    fn finish(mut self, _sink: &mut dyn TurnSink) -> Result<TurnOutput, ProviderError> {
-        for (position, (call_id, name, arguments)) in std::mem::take(&mut self.calls) {
-            if name.is_empty() {
-                return Err(ProviderError::new(
-                    "malformed_stream",
-                    "The provider sent a function call without a name.",
-                ));
-            }
-            let id = if call_id.is_empty() {
-                format!("call_{position}")
-            } else {
-                call_id
-            };
-            self.output.tool_calls.push(RequestedCall {
-                id,
-                name,
-                arguments,
-            });
-        }
-        Ok(self.output)
+impl Items {
+    /// The call an arguments event belongs to: by `item_id`, else by `output_index`.
+    fn call<'a>(
+        &self,
+        item_id: Option<String>,
+        output_index: Option<u64>,
+        turn: &'a mut TurnBuilder,
+    ) -> Option<&'a mut super::provider::PendingCall> {
+        let position = item_id
+            .and_then(|id| self.0.get(&id).copied())
+            .or(output_index)?;
+        turn.existing_call(position)
     }
 }
 
-impl ResponsesState {
-    /// The call an arguments event belongs to: by `item_id`, else by `output_index`.
-    fn call_for(&mut self, event: &Value) -> Option<&mut (String, String, String)> {
-        let position = event
-            .get("item_id")
-            .and_then(Value::as_str)
-            .and_then(|id| self.item_index.get(id).copied())
-            .or_else(|| event.get("output_index").and_then(Value::as_u64))?;
-        self.calls.get_mut(&position)
+/// A chat-format message as input items: its text, then its calls; a tool result as a call output.
+fn items(message: &ChatMessage) -> Vec<Item> {
+    if message.role == "tool" {
+        return vec![Item::FunctionCallOutput {
+            call_id: message.tool_call_id.clone().unwrap_or_default(),
+            output: message.content.clone().unwrap_or_default(),
+        }];
     }
+    let text = message.content.iter().filter(|c| !c.is_empty());
+    text.map(|content| Item::Message {
+        role: message.role.clone(),
+        content: content.clone(),
+    })
+    .chain(message.tool_calls.iter().map(|call| Item::FunctionCall {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        arguments: call.arguments.clone(),
+    }))
+    .collect()
 }

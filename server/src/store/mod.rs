@@ -473,10 +473,14 @@ impl From<FinishedTrace<'_>> for OwnedFinish {
     }
 }
 
-/// One model turn: the request as sent and the response as received, in OpenAI chat format.
+/// One model turn: the request body as sent (in its wire `format`) and the response as received,
+/// as an OpenAI chat completion.
 #[derive(Clone, Debug, Serialize)]
 pub struct ModelTurn {
     pub model: String,
+    /// The wire format `request` is in (`openai_chat`, `openai_responses`, `anthropic`).
+    #[serde(default)]
+    pub format: crate::providers::ProviderKind,
     /// The run's last event seq before the request went out.
     pub after_seq: u64,
     pub request: serde_json::Value,

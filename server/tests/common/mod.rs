@@ -443,3 +443,16 @@ pub async fn launch_with(
     }
     panic!("glassbox did not start");
 }
+
+/// The entry point of `@modelcontextprotocol/server-everything`, the real MCP server the tests
+/// use; the test command installs it in `tools/mcp/`.
+pub fn everything_mcp_server() -> std::path::PathBuf {
+    let path = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../tools/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run `npm ci` in tools/mcp (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}

@@ -224,7 +224,7 @@ impl PgStore {
 
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<ModelTurn>> {
         let rows = sqlx::query(
-            "SELECT model, after_seq, request::text AS request, response::text AS response,
+            "SELECT model, format, after_seq, request::text AS request, response::text AS response,
                     rfc3339_millis(started_at) AS started_at, rfc3339_millis(completed_at) AS completed_at
              FROM model_turns WHERE trace_id = $1 ORDER BY turn_index",
         )
@@ -695,9 +695,9 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
         .await?;
     for (index, turn) in finished.model_turns.iter().enumerate() {
         sqlx::query(
-            "INSERT INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
-             VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::timestamptz, $8::timestamptz)
-             ON CONFLICT (trace_id, turn_index) DO UPDATE SET model = EXCLUDED.model,
+            "INSERT INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at, format)
+             VALUES ($1, $2, $3, $4, $5::jsonb, $6::jsonb, $7::timestamptz, $8::timestamptz, $9)
+             ON CONFLICT (trace_id, turn_index) DO UPDATE SET model = EXCLUDED.model, format = EXCLUDED.format,
                  after_seq = EXCLUDED.after_seq, request = EXCLUDED.request,
                  response = EXCLUDED.response, started_at = EXCLUDED.started_at,
                  completed_at = EXCLUDED.completed_at",
@@ -710,6 +710,7 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
         .bind(jsonb_text(&turn.response.to_string()).as_ref())
         .bind(&turn.started_at)
         .bind(&turn.completed_at)
+        .bind(turn.format.as_str())
         .execute(&mut *tx)
         .await?;
     }

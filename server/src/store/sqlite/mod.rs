@@ -106,7 +106,7 @@ impl SqliteStore {
     /// The model turns of a trace, in order, for the inspector.
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<super::ModelTurn>> {
         let rows = sqlx::query(
-            "SELECT model, after_seq, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
+            "SELECT model, format, after_seq, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
@@ -472,12 +472,13 @@ async fn finish_run_in(tx: &mut SqliteConnection, finished: OwnedFinish) -> Resu
     update_message(&mut *tx, message).await?;
     for (index, turn) in finished.model_turns.iter().enumerate() {
         sqlx::query(
-            "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, format, after_seq, request, response, started_at, completed_at)
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(&finished.trace_id)
         .bind(index as i64)
         .bind(&turn.model)
+        .bind(turn.format.as_str())
         .bind(sql_int(turn.after_seq))
         .bind(turn.request.to_string())
         .bind(turn.response.to_string())

@@ -1,0 +1,267 @@
+//! The one provider: a turn is written in a wire format, sent with retries, and its stream folded
+//! into a [`TurnOutput`]. What differs between APIs (the request's shape, the stream's events, the
+//! headers) is a [`WireFormat`]; everything else (the HTTP client, retries, error mapping, the
+//! pending tool calls, usage, reasoning parts, completeness) is here once.
+
+use std::{collections::BTreeMap, marker::PhantomData};
+
+use futures::StreamExt;
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{
+    http, sse::SseDecoder, ChatMessage, ChatProvider, Exchange, ProviderError, ProviderKind,
+    RequestedCall, TurnOutput, TurnRequest, TurnSink,
+};
+use crate::agents::BoxFuture;
+
+/// One API's wire format: serde types for its request and its stream's events, and how a turn maps
+/// onto them.
+pub trait WireFormat: Send + Sync + 'static {
+    const KIND: ProviderKind;
+    /// Appended to the configured base URL.
+    const PATH: &'static str;
+    type Request: Serialize + DeserializeOwned;
+    /// One `data:` payload of the stream.
+    type Event: DeserializeOwned;
+    /// What the format remembers between events (open blocks, item ids).
+    type State: Default + Send;
+
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)>;
+    fn request(turn: &TurnRequest) -> Self::Request;
+    /// A sent request back in OpenAI chat format, for the inspector export.
+    fn conversation(request: Self::Request) -> Vec<ChatMessage>;
+    /// Applies one event; true when it ends the stream.
+    fn apply(
+        state: &mut Self::State,
+        event: Self::Event,
+        turn: &mut TurnBuilder,
+        sink: &mut dyn TurnSink,
+    ) -> Result<bool, ProviderError>;
+    /// Releases anything held back when the stream ends.
+    fn flush(_state: &mut Self::State, _turn: &mut TurnBuilder, _sink: &mut dyn TurnSink) {}
+}
+
+pub struct Provider<F> {
+    client: reqwest::Client,
+    url: String,
+    api_key: Option<String>,
+    format: PhantomData<F>,
+}
+
+impl<F: WireFormat> Provider<F> {
+    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+        Provider {
+            client,
+            url: format!("{}{}", base_url.trim_end_matches('/'), F::PATH),
+            api_key,
+            format: PhantomData,
+        }
+    }
+
+    async fn exchange(
+        &self,
+        body: bytes::Bytes,
+        sink: &mut dyn TurnSink,
+    ) -> Result<TurnOutput, ProviderError> {
+        let headers = F::headers(self.api_key.as_deref());
+        let response = http::send(&self.client, &self.url, &headers, body).await?;
+        read_stream::<F>(response, sink).await
+    }
+}
+
+impl<F: WireFormat> ChatProvider for Provider<F> {
+    fn stream_turn<'a>(
+        &'a self,
+        request: &'a TurnRequest,
+        sink: &'a mut dyn TurnSink,
+    ) -> BoxFuture<'a, Exchange> {
+        Box::pin(async move {
+            // Serialized once: these bytes go out, and the same bytes are what gets recorded.
+            let body = serde_json::to_vec(&F::request(request)).unwrap_or_default();
+            let sent = serde_json::from_slice(&body).unwrap_or(Value::Null);
+            let result = self.exchange(body.into(), sink).await;
+            Exchange {
+                format: F::KIND,
+                sent,
+                result,
+            }
+        })
+    }
+}
+
+/// A recorded request of `format` back in OpenAI chat format; None when it does not read as one.
+pub fn conversation<F: WireFormat>(sent: &Value) -> Option<Vec<ChatMessage>> {
+    F::Request::deserialize(sent).ok().map(F::conversation)
+}
+
+/// Reads the SSE body to its end, event by event.
+async fn read_stream<F: WireFormat>(
+    response: reqwest::Response,
+    sink: &mut dyn TurnSink,
+) -> Result<TurnOutput, ProviderError> {
+    let mut body = response.bytes_stream();
+    let mut decoder = SseDecoder::default();
+    let (mut state, mut turn) = (F::State::default(), TurnBuilder::default());
+    let mut ended = false;
+    while let Some(chunk) = body.next().await {
+        let bytes = chunk.map_err(|error| {
+            ProviderError::new(
+                "stream_interrupted",
+                format!(
+                    "The connection to the provider broke mid-answer: {}",
+                    http::without_url(&error)
+                ),
+            )
+        })?;
+        for data in decoder.push(&bytes) {
+            ended |= apply::<F>(&data, &mut state, &mut turn, sink)?;
+        }
+    }
+    if let Some(data) = decoder.finish() {
+        ended |= apply::<F>(&data, &mut state, &mut turn, sink)?;
+    }
+    if !ended && !turn.completed {
+        return Err(ProviderError::new(
+            "stream_interrupted",
+            "The provider's stream ended before the answer was complete.",
+        ));
+    }
+    F::flush(&mut state, &mut turn, sink);
+    turn.finish()
+}
+
+fn apply<F: WireFormat>(
+    data: &str,
+    state: &mut F::State,
+    turn: &mut TurnBuilder,
+    sink: &mut dyn TurnSink,
+) -> Result<bool, ProviderError> {
+    if data.trim() == "[DONE]" {
+        return Ok(true);
+    }
+    let event = serde_json::from_str(data).map_err(|error| {
+        ProviderError::new(
+            "malformed_stream",
+            if error.is_syntax() || error.is_eof() {
+                "The provider sent a chunk that is not valid JSON.".to_owned()
+            } else {
+                format!("The provider sent a chunk of an unexpected shape: {error}")
+            },
+        )
+    })?;
+    F::apply(state, event, turn, sink)
+}
+
+/// The turn as it streams: text and reasoning as they arrive, tool calls by position until the
+/// stream ends.
+#[derive(Default)]
+pub struct TurnBuilder {
+    output: TurnOutput,
+    calls: BTreeMap<u64, PendingCall>,
+    /// The stream said it was complete (a finish reason, a stop event).
+    pub completed: bool,
+}
+
+/// A tool call whose parts (id, name, argument fragments) are still arriving.
+#[derive(Default)]
+pub struct PendingCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: String,
+}
+
+impl TurnBuilder {
+    pub fn text(&mut self, text: &str, sink: &mut dyn TurnSink) {
+        self.output.text.push_str(text);
+        sink.text(text);
+    }
+
+    /// Reasoning of part `part`; parts after the first are kept apart by a blank line.
+    pub fn reasoning(&mut self, part: u32, text: &str, sink: &mut dyn TurnSink) {
+        let reasoning = &mut self.output.reasoning;
+        if part > 0 && !reasoning.is_empty() && !reasoning.ends_with("\n\n") {
+            reasoning.push_str("\n\n");
+        }
+        reasoning.push_str(text);
+        sink.reasoning(part, text);
+    }
+
+    pub fn call(&mut self, position: u64) -> &mut PendingCall {
+        self.calls.entry(position).or_default()
+    }
+
+    pub fn existing_call(&mut self, position: u64) -> Option<&mut PendingCall> {
+        self.calls.get_mut(&position)
+    }
+
+    pub fn call_count(&self) -> u64 {
+        self.calls.len() as u64
+    }
+
+    pub fn finish_reason(&mut self, reason: String) {
+        self.output.finish_reason = Some(reason);
+    }
+
+    pub fn usage(&mut self) -> &mut app::protocol::Usage {
+        self.output.usage.get_or_insert(app::protocol::Usage {
+            input_tokens: 0,
+            output_tokens: 0,
+            reasoning_tokens: None,
+        })
+    }
+
+    /// The turn, its calls in stream order (a call without an id gets `call_<position>`).
+    fn finish(mut self) -> Result<TurnOutput, ProviderError> {
+        for (position, call) in std::mem::take(&mut self.calls) {
+            if call.name.is_empty() {
+                return Err(ProviderError::new(
+                    "malformed_stream",
+                    "The provider sent a tool call without a name.",
+                ));
+            }
+            self.output.tool_calls.push(RequestedCall {
+                id: if call.id.is_empty() {
+                    format!("call_{position}")
+                } else {
+                    call.id
+                },
+                name: call.name,
+                arguments: if call.arguments.trim().is_empty() {
+                    "{}".to_owned()
+                } else {
+                    call.arguments
+                },
+            });
+        }
+        Ok(self.output)
+    }
+}
+
+/// An error object as providers send it mid-stream (`{"message": ...}`), or a bare string.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub enum WireError {
+    Object {
+        #[serde(default)]
+        message: Option<String>,
+    },
+    Text(String),
+}
+
+impl WireError {
+    /// The error that ends the turn.
+    pub fn into_error(error: Option<WireError>) -> ProviderError {
+        let message = match error {
+            Some(WireError::Object {
+                message: Some(message),
+            })
+            | Some(WireError::Text(message)) => message,
+            _ => "unknown error".to_owned(),
+        };
+        ProviderError::new(
+            "provider_error",
+            format!("The provider reported an error mid-stream: {message}"),
+        )
+    }
+}
