@@ -49,7 +49,8 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_TOOL_TIMEOUT_SECS", default_value_t = 120)]
     pub tool_timeout_secs: u64,
 
-    /// How long a whole run may take before it is cancelled with `cancelled_by: timeout`.
+    /// How long a whole run may take before it is cancelled with `cancelled_by: timeout`, not
+    /// counting time spent waiting for a person to approve a tool call.
     #[arg(long, env = "GLASSBOX_RUN_TIMEOUT_SECS", default_value_t = 1800)]
     pub run_timeout_secs: u64,
 

@@ -11,6 +11,13 @@ use serde_json::{json, Value};
 
 /// A server where `list_dir` asks, `grep_search` is denied, and the rest runs at once.
 async fn start(timeout_secs: Option<u64>) -> TestServer {
+    start_configured(timeout_secs, |_| {}).await
+}
+
+async fn start_configured(
+    timeout_secs: Option<u64>,
+    change: impl FnOnce(&mut glassbox::config::Config),
+) -> TestServer {
     let dir = test_dir();
     let file = dir.path().join("providers.json");
     let approval = json!({
@@ -18,7 +25,11 @@ async fn start(timeout_secs: Option<u64>) -> TestServer {
         "timeout_secs": timeout_secs,
     });
     std::fs::write(&file, json!({ "approval": approval }).to_string()).expect("write");
-    let server = TestServer::start_with(dir, |config| config.providers_file = Some(file)).await;
+    let server = TestServer::start_with(dir, |config| {
+        config.providers_file = Some(file);
+        change(config);
+    })
+    .await;
     server.scenario(
         "ask",
         json!({"delta_interval_ms": 1, "steps": [
@@ -213,5 +224,46 @@ async fn the_optional_timeout_denies_a_call_nobody_answered() {
     assert!(rest.iter().any(|event| matches!(&event.kind,
         EventKind::ToolApprovalResolved { decision: ApprovalDecision::Deny, by, .. } if by == "timeout")));
     assert_eq!(result_of(&rest).0, ToolResultStatus::Denied);
+    server.stop().await;
+}
+
+/// The run's time limit does not count the time a person takes to answer: with a 1 s limit, a
+/// call approved after 2 s still runs and the run completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_time_limit_does_not_count_the_wait_for_a_person() {
+    let server = start_configured(None, |config| config.run_timeout_secs = 1).await;
+    let (run_id, call_id, mut stream) = until_asked(&server).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    let (status, body) = answer(&server, &run_id, &call_id, json!({"decision": "approve"})).await;
+    assert_eq!(status, 200, "{body}");
+    let events = stream.collect().await;
+    let Some(EventKind::MessageFinal { message, .. }) = events.last().map(|e| &e.kind) else {
+        panic!("the run did not complete: {:?}", events.last())
+    };
+    assert_eq!(message.text(), "Done.");
+
+    // Outside a wait, the limit still ends a run.
+    server.scenario(
+        "slow",
+        json!({"steps": [{"tool_calls": [{"name": "sleep", "args": {"seconds": 10}}]}]}),
+    );
+    let started = std::time::Instant::now();
+    let events = server
+        .chat_stream("scenario:slow", "sleep")
+        .await
+        .collect()
+        .await;
+    assert!(
+        matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::MessageCancelled {
+                cancelled_by: app::protocol::CancelledBy::Timeout,
+                ..
+            })
+        ),
+        "{:?}",
+        events.last()
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
     server.stop().await;
 }

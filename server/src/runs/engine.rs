@@ -349,7 +349,7 @@ impl Engine {
                     // Cancellation first: when Stop lands as the agent finishes, Stop wins.
                     biased;
                     _ = run.cancellation().cancelled() => None,
-                    _ = tokio::time::sleep(self.run_timeout) => {
+                    _ = out_of_time(&run, self.run_timeout) => {
                         run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {} s.", self.run_timeout.as_secs()));
                         None
                     }
@@ -633,5 +633,20 @@ impl Engine {
 
     pub fn tools(&self) -> &Arc<ToolRegistry> {
         &self.tools
+    }
+}
+
+/// Resolves once the run has used `limit`, not counting the time it waited for a person to
+/// approve or deny a call (that wait has its own, optional, timeout).
+async fn out_of_time(run: &Run, limit: Duration) {
+    loop {
+        let used = run
+            .started_at
+            .elapsed()
+            .saturating_sub(run.time_waiting_for_people());
+        match limit.checked_sub(used) {
+            Some(left) if !left.is_zero() => tokio::time::sleep(left).await,
+            _ => return,
+        }
     }
 }

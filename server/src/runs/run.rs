@@ -3,7 +3,7 @@
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
-    time::Instant,
+    time::{Duration, Instant},
 };
 
 use app::protocol::{
@@ -55,9 +55,18 @@ pub struct Run {
     checkpoint_now: Arc<Notify>,
     /// Every event's bytes are charged here, and released when the run is dropped.
     budget: Arc<MemoryBudget>,
-    /// Calls that asked for approval: the waiting call's sender until the first answer, then
-    /// `None` (later answers are refused).
-    approvals: Mutex<HashMap<String, Option<oneshot::Sender<ApprovalAnswer>>>>,
+    approvals: Mutex<Approvals>,
+}
+
+/// Calls that asked for approval, and how long the run has waited for people.
+#[derive(Default)]
+struct Approvals {
+    /// The waiting call's sender until the first answer, then `None` (later answers are refused).
+    calls: HashMap<String, Option<oneshot::Sender<ApprovalAnswer>>>,
+    /// Since when at least one call has been waiting, if one is.
+    waiting_since: Option<Instant>,
+    /// Earlier spans of waiting, added up.
+    waited: Duration,
 }
 
 /// A person's (or the timeout's) answer to an approval request.
@@ -131,16 +140,24 @@ impl Run {
             cancel_request: Mutex::new(None),
             checkpoint_now,
             budget,
-            approvals: Mutex::new(HashMap::new()),
+            approvals: Mutex::new(Approvals::default()),
         })
     }
 
-    fn approvals(
-        &self,
-    ) -> MutexGuard<'_, HashMap<String, Option<oneshot::Sender<ApprovalAnswer>>>> {
+    fn approvals(&self) -> MutexGuard<'_, Approvals> {
         self.approvals
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How long this run has waited for a person to answer (now included, while one is asked).
+    /// The run's time limit does not count it.
+    pub fn time_waiting_for_people(&self) -> Duration {
+        let approvals = self.approvals();
+        approvals.waited
+            + approvals
+                .waiting_since
+                .map_or(Duration::ZERO, |since| since.elapsed())
     }
 
     /// Records that a call waits for approval (`tool_approval_requested`); the receiver gets
@@ -152,7 +169,11 @@ impl Run {
         args: &serde_json::Value,
     ) -> oneshot::Receiver<ApprovalAnswer> {
         let (sender, receiver) = oneshot::channel();
-        self.approvals().insert(call_id.to_owned(), Some(sender));
+        {
+            let mut approvals = self.approvals();
+            approvals.calls.insert(call_id.to_owned(), Some(sender));
+            approvals.waiting_since.get_or_insert_with(Instant::now);
+        }
         self.emit(EventKind::ToolApprovalRequested {
             call_id: call_id.to_owned(),
             name: name.to_owned(),
@@ -168,9 +189,18 @@ impl Run {
         call_id: &str,
         answer: ApprovalAnswer,
     ) -> Result<(), ApprovalRefused> {
-        let sender = match self.approvals().get_mut(call_id) {
-            None => return Err(ApprovalRefused::UnknownCall),
-            Some(slot) => slot.take().ok_or(ApprovalRefused::AlreadyAnswered)?,
+        let sender = {
+            let mut approvals = self.approvals();
+            let sender = match approvals.calls.get_mut(call_id) {
+                None => return Err(ApprovalRefused::UnknownCall),
+                Some(slot) => slot.take().ok_or(ApprovalRefused::AlreadyAnswered)?,
+            };
+            if approvals.calls.values().all(Option::is_none) {
+                if let Some(since) = approvals.waiting_since.take() {
+                    approvals.waited += since.elapsed();
+                }
+            }
+            sender
         };
         self.emit(EventKind::ToolApprovalResolved {
             call_id: call_id.to_owned(),
