@@ -232,7 +232,7 @@ async fn the_optional_timeout_denies_a_call_nobody_answered() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_time_limit_does_not_count_the_wait_for_a_person() {
     let server = start_configured(None, |config| config.run_timeout_secs = 1).await;
-    let (run_id, call_id, mut stream) = until_asked(&server).await;
+    let (run_id, call_id, stream) = until_asked(&server).await;
     tokio::time::sleep(Duration::from_millis(2000)).await;
     let (status, body) = answer(&server, &run_id, &call_id, json!({"decision": "approve"})).await;
     assert_eq!(status, 200, "{body}");
