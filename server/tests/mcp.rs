@@ -307,3 +307,58 @@ async fn a_streamable_http_server_is_reached_by_its_url() {
     server.stop().await;
     let _ = everything_http.kill().await;
 }
+
+/// The configured headers of an HTTP server, `${VAR}` read from the environment, reach the
+/// server with every request; a server that refuses them is reported as failed, and the error
+/// does not repeat the secret.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_server_gets_its_configured_headers_and_a_refusal_is_reported() {
+    use axum::{http::HeaderMap, routing::any, Router};
+    use std::sync::{Arc, Mutex};
+
+    const TOKEN: &str = "mcp-test-token-0123456789";
+    std::env::set_var("GLASSBOX_TEST_MCP_TOKEN", TOKEN);
+    let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let recorder = {
+        let seen = seen.clone();
+        Router::new().route(
+            "/mcp",
+            any(move |headers: HeaderMap| {
+                let seen = seen.clone();
+                async move {
+                    seen.lock().unwrap_or_else(|p| p.into_inner()).push(headers);
+                    (
+                        axum::http::StatusCode::UNAUTHORIZED,
+                        axum::Json(json!({"error": "invalid token"})),
+                    )
+                }
+            }),
+        )
+    };
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/mcp", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, recorder).await;
+    });
+
+    let servers = json!({"guarded": {
+        "url": url,
+        "headers": {"Authorization": "Bearer ${GLASSBOX_TEST_MCP_TOKEN}", "X-Team": "glassbox"}
+    }});
+    let server = start_with_servers(test_dir(), servers).await;
+    let (_, listed) = server.get_json("/api/tools").await;
+    assert_eq!(listed["mcp_servers"][0]["state"], "failed", "{listed}");
+    assert!(!listed.to_string().contains(TOKEN), "{listed}");
+
+    let seen = seen.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let first = seen.first().expect("the server was asked");
+    let header = |name: &str| first.get(name).and_then(|v| v.to_str().ok());
+    assert_eq!(
+        header("authorization"),
+        Some(format!("Bearer {TOKEN}").as_str())
+    );
+    assert_eq!(header("x-team"), Some("glassbox"));
+    server.stop().await;
+}

@@ -327,15 +327,29 @@ fn http_transport(
     ))
 }
 
-/// `${NAME}` is read from our environment; anything else is taken as written.
+/// Every `${NAME}` (letters, digits, `_`) is replaced by that variable of our environment (empty
+/// when unset), anywhere in the value: `Bearer ${TOKEN}`. Anything else is taken as written.
+/// Written here because the crates that expand variables also expand `$NAME` and `~`, which a
+/// header or an argument may contain as such.
 fn expand_env(value: &str) -> String {
-    match value
-        .strip_prefix("${")
-        .and_then(|rest| rest.strip_suffix('}'))
-    {
-        Some(name) => std::env::var(name).unwrap_or_default(),
-        None => value.to_owned(),
+    let mut out = String::with_capacity(value.len());
+    let mut rest = value;
+    while let Some(start) = rest.find("${") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        let name_len = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
+        if name_len > 0 && after[name_len..].starts_with('}') {
+            out.push_str(&std::env::var(&after[..name_len]).unwrap_or_default());
+            rest = &after[name_len + 1..];
+        } else {
+            out.push_str("${");
+            rest = after;
+        }
     }
+    out.push_str(rest);
+    out
 }
 
 #[cfg(target_os = "linux")]
@@ -401,5 +415,28 @@ impl McpHub {
             .iter()
             .flat_map(|server| server.tools())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand_env;
+
+    #[test]
+    fn variables_are_expanded_anywhere_in_a_value() {
+        std::env::set_var("GLASSBOX_EXPAND_TEST", "s3cret");
+        for (written, expanded) in [
+            ("${GLASSBOX_EXPAND_TEST}", "s3cret"),
+            ("Bearer ${GLASSBOX_EXPAND_TEST}", "Bearer s3cret"),
+            (
+                "${GLASSBOX_EXPAND_TEST}-${GLASSBOX_EXPAND_TEST}",
+                "s3cret-s3cret",
+            ),
+            ("${GLASSBOX_EXPAND_UNSET_VARIABLE}x", "x"),
+            ("$HOME ~ ${ not closed", "$HOME ~ ${ not closed"),
+            ("${with space} ${}", "${with space} ${}"),
+        ] {
+            assert_eq!(expand_env(written), expanded, "{written}");
+        }
     }
 }
