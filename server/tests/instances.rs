@@ -224,13 +224,24 @@ async fn an_approval_answered_on_another_instance_reaches_the_run() {
     else {
         unreachable!()
     };
-    let answer = client
-        .post(format!("{}/api/runs/{run_id}/approvals/{call_id}", b.base))
-        .json(&json!({"decision": "approve"}))
-        .send()
-        .await
-        .expect("POST approval");
-    assert_eq!(answer.status().as_u16(), 202);
+    // The answer given on B is recorded by A, which runs the run: B says so (200), and any later
+    // answer, on either instance, gets 409.
+    let answer_on = |base: String, decision: &'static str| {
+        let client = client.clone();
+        let url = format!("{base}/api/runs/{run_id}/approvals/{call_id}");
+        async move {
+            let response = client
+                .post(url)
+                .json(&json!({ "decision": decision }))
+                .send()
+                .await
+                .expect("POST approval");
+            response.status().as_u16()
+        }
+    };
+    assert_eq!(answer_on(b.base.clone(), "approve").await, 200);
+    assert_eq!(answer_on(b.base.clone(), "deny").await, 409);
+    assert_eq!(answer_on(a.base.clone(), "deny").await, 409);
     let rest = stream.collect().await;
     assert!(rest
         .iter()

@@ -157,9 +157,13 @@ pub async fn approve(
         let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
         return Ok(Json(reply).into_response());
     }
-    engine
+    if engine
         .answer_approval_elsewhere(user.id(), &run_id, &call_id, answer)
-        .await?;
+        .await?
+    {
+        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
+        return Ok(Json(reply).into_response());
+    }
     let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
     Ok((axum::http::StatusCode::ACCEPTED, Json(reply)).into_response())
 }

@@ -544,27 +544,64 @@ impl Engine {
         }
     }
 
-    /// An answer for a run this instance does not hold: 404 when there is no such run, 409 when
-    /// it has ended; on PostgreSQL, when another instance runs it, the answer goes there.
+    /// An answer for a run this instance does not hold: 404 when there is no such run or no such
+    /// request, 409 when it has ended or the call was answered. On PostgreSQL, when another
+    /// instance runs it, the answer goes there, and this waits (at most 5 s) for the answer the
+    /// run recorded: `true` when it is this one, 409 when another came first, `false` (the
+    /// answer is on its way) when none is recorded in time.
     pub async fn answer_approval_elsewhere(
         &self,
         owner_id: &str,
         run_id: &str,
         call_id: &str,
         answer: ApprovalAnswer,
-    ) -> Result<()> {
-        let (_, bus) = self.running_elsewhere(owner_id, run_id).await?;
+    ) -> Result<bool> {
+        let (trace, bus) = self.running_elsewhere(owner_id, run_id).await?;
+        if approval_asked(&trace.events, call_id)?.is_some() {
+            return Err(Error::Conflict(
+                "this call has already been answered".into(),
+            ));
+        }
+        let mut progress = bus.follow(&trace.trace_id, None);
         bus.request_cancel(&crate::bus::CancelRequest {
             run_id: run_id.to_owned(),
             owner_id: owner_id.to_owned(),
-            reason: answer.reason,
+            reason: answer.reason.clone(),
             approval: Some(crate::bus::ForwardedApproval {
                 call_id: call_id.to_owned(),
                 decision: answer.decision,
-                by: answer.by,
+                by: answer.by.clone(),
             }),
         })
-        .await
+        .await?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            // A notification wakes this early; the poll covers one that was lost.
+            let _ = tokio::time::timeout(Duration::from_millis(250), progress.changed()).await;
+            let trace = self
+                .store
+                .trace_by_run(owner_id, run_id)
+                .await?
+                .ok_or(Error::NotFound("run"))?;
+            match approval_asked(&trace.events, call_id)? {
+                // The reason is not compared: the stored one is redacted.
+                Some(recorded)
+                    if (recorded.decision, &recorded.by) == (answer.decision, &answer.by) =>
+                {
+                    return Ok(true)
+                }
+                Some(_) => {
+                    return Err(Error::Conflict(
+                        "this call has already been answered".into(),
+                    ))
+                }
+                None if trace.status != "running" => {
+                    return Err(Error::Conflict("the run has already ended".into()))
+                }
+                None => {}
+            }
+        }
+        Ok(false)
     }
 
     /// Stop for a run this instance does not hold: 409 when it has ended; on PostgreSQL, when
@@ -648,5 +685,37 @@ async fn out_of_time(run: &Run, limit: Duration) {
             Some(left) if !left.is_zero() => tokio::time::sleep(left).await,
             _ => return,
         }
+    }
+}
+
+/// Whether `call_id` asked for approval in `events` (404 when it did not), and the answer
+/// recorded for it, if any.
+fn approval_asked(
+    events: &[app::protocol::Event],
+    call_id: &str,
+) -> Result<Option<ApprovalAnswer>> {
+    let mut asked = false;
+    for event in events {
+        match &event.kind {
+            EventKind::ToolApprovalRequested { call_id: id, .. } if id == call_id => asked = true,
+            EventKind::ToolApprovalResolved {
+                call_id: id,
+                decision,
+                by,
+                reason,
+            } if id == call_id => {
+                return Ok(Some(ApprovalAnswer {
+                    decision: *decision,
+                    by: by.clone(),
+                    reason: reason.clone(),
+                }))
+            }
+            _ => {}
+        }
+    }
+    if asked {
+        Ok(None)
+    } else {
+        Err(Error::NotFound("approval request"))
     }
 }

@@ -223,10 +223,13 @@ impl Run {
     /// Sanitizes, stamps (`seq`, `ts`), logs and publishes one event. Returns its seq, or `None`
     /// when the run has already ended (late output from an abandoned tool, say).
     pub fn emit(&self, kind: EventKind) -> Option<u64> {
-        // Checkpointed at once: a result, and a question a person may answer from anywhere.
+        // Checkpointed at once: a result, and a question a person may answer from anywhere and
+        // its answer (which an instance that forwarded it waits to see).
         let is_tool_result = matches!(
             kind,
-            EventKind::ToolResult { .. } | EventKind::ToolApprovalRequested { .. }
+            EventKind::ToolResult { .. }
+                | EventKind::ToolApprovalRequested { .. }
+                | EventKind::ToolApprovalResolved { .. }
         );
         let seq = self.append(&mut self.log(), kind)?;
         // Concurrent emits may publish out of order: the published seq only moves forward.
