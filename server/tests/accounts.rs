@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::io::Write;
+use std::{io::Write, time::Duration};
 
 use common::*;
 use reqwest::{header, redirect::Policy, Client, StatusCode};
@@ -644,4 +644,64 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
         get(base, &alice, &format!("/api/traces/{trace}")).await.0,
         StatusCode::OK
     );
+}
+
+/// Revoking a link ends the streams opened through it (within the 2 s recheck), while the owner's
+/// own stream of the same run goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoking_a_share_link_ends_the_streams_opened_through_it() {
+    let server = common::TestServer::start().await;
+    server.scenario(
+        "slow",
+        json!({"steps": [{"text": "Working. "}, {"tool_calls": [{"name": "sleep", "args": {"seconds": 20}}]}, {"text": "Done."}]}),
+    );
+    let started = server.start_run("scenario:slow", "go").await;
+    let run = started["run_id"].as_str().expect("run").to_owned();
+    let trace = started["trace_id"].as_str().expect("trace").to_owned();
+    let (status, link) = server
+        .post_json(&format!("/api/traces/{trace}/shares"), json!({}))
+        .await;
+    assert_eq!(status, 201, "{link}");
+    let token = link["token"].as_str().expect("token").to_owned();
+
+    let shared = client()
+        .get(server.url(&format!("/api/runs/{run}/events?share={token}")))
+        .send()
+        .await
+        .expect("open the shared stream");
+    assert_eq!(shared.status(), StatusCode::OK);
+    let mut shared = common::SseStream::new(shared);
+    shared
+        .until(|event| common::is_type(event, "tool_call_started"))
+        .await;
+    let mut own = server.subscribe(&run, None).await;
+
+    let response = client()
+        .delete(server.url(&format!("/api/traces/{trace}/shares/{token}")))
+        .send()
+        .await
+        .expect("revoke");
+    assert_eq!(response.status(), StatusCode::NO_CONTENT);
+    let revoked = std::time::Instant::now();
+    let rest = tokio::time::timeout(Duration::from_secs(5), shared.collect())
+        .await
+        .expect("the shared stream ended");
+    assert!(
+        rest.iter()
+            .all(|event| !common::is_type(event, "message_final")),
+        "it ended before the run did"
+    );
+    assert!(revoked.elapsed() < Duration::from_secs(4));
+    let reopened = client()
+        .get(server.url(&format!("/api/runs/{run}/events?share={token}")))
+        .send()
+        .await
+        .expect("reopen");
+    assert_eq!(reopened.status(), StatusCode::NOT_FOUND);
+    let still = tokio::time::timeout(Duration::from_millis(500), own.next_event()).await;
+    assert!(
+        !matches!(still, Ok(None)),
+        "the owner's stream goes on: {still:?}"
+    );
+    server.stop().await;
 }

@@ -8,7 +8,7 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use futures::stream;
+use futures::{stream, StreamExt};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -67,14 +67,45 @@ pub async fn events(
             })?,
         None => query.after.unwrap_or(0),
     };
-    if let Some(run) = state.engine.get(&run_id) {
+    let events = run_events(&state, &reader, &run_id, after).await?;
+    Ok(match reader {
+        // A link's open streams end once it is revoked, here or on another instance.
+        Reader::Share(share) => {
+            sse::response(events.take_until(revoked(state.store.clone(), share.token)))
+        }
+        Reader::User(_) => sse::response(events),
+    })
+}
+
+/// How often an open stream read through a share link checks that the link still exists.
+const SHARE_RECHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Resolves once the share link `token` no longer exists.
+async fn revoked(store: crate::store::Store, token: String) {
+    loop {
+        tokio::time::sleep(SHARE_RECHECK).await;
+        if let Ok(None) = store.share(&token).await {
+            return;
+        }
+    }
+}
+
+/// The events of a run after `after`: live from memory, from another instance through the
+/// database, or from the stored trace.
+async fn run_events(
+    state: &AppState,
+    reader: &Reader,
+    run_id: &str,
+    after: u64,
+) -> Result<futures::stream::BoxStream<'static, (u64, Arc<str>)>> {
+    if let Some(run) = state.engine.get(run_id) {
         if !reader.may_read(&run.owner_id, &run.trace_id) {
             return Err(Error::NotFound("run"));
         }
-        return Ok(sse::response(sse::live(run, after)));
+        return Ok(sse::live(run, after).boxed());
     }
     let trace = reader
-        .trace_of_run(&state.store, &run_id)
+        .trace_of_run(&state.store, run_id)
         .await?
         .ok_or(Error::NotFound("run"))?;
     if let (true, Some(bus), Some(postgres)) = (
@@ -83,8 +114,7 @@ pub async fn events(
         state.store.postgres(),
     ) {
         // Another instance runs it: follow it through the database.
-        let events = sse::remote(postgres.clone(), bus.clone(), trace.trace_id, after);
-        return Ok(sse::response(events));
+        return Ok(sse::remote(postgres.clone(), bus.clone(), trace.trace_id, after).boxed());
     }
     let stored: Vec<(u64, Arc<str>)> = trace
         .events
@@ -92,7 +122,7 @@ pub async fn events(
         .filter(|event| event.seq > after)
         .filter_map(|event| Some((event.seq, Arc::from(serde_json::to_string(event).ok()?))))
         .collect();
-    Ok(sse::response(stream::iter(stored)))
+    Ok(stream::iter(stored).boxed())
 }
 
 #[derive(Debug, Default, Deserialize)]
