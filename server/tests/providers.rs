@@ -67,6 +67,18 @@ fn sse(frames: Vec<String>) -> Response {
         .unwrap_or_default()
 }
 
+impl Fake {
+    /// The bodies of the last `n` requests, oldest first.
+    fn last_bodies(&self, n: usize) -> Vec<Value> {
+        let requests = self.requests.lock().unwrap_or_else(|p| p.into_inner());
+        let from = requests.len().saturating_sub(n);
+        requests[from..]
+            .iter()
+            .map(|(_, body)| body.clone())
+            .collect()
+    }
+}
+
 /// Closes its flag when the response body is dropped: the client went away.
 struct DropFlag(Arc<AtomicBool>);
 impl Drop for DropFlag {
@@ -1153,13 +1165,7 @@ async fn each_turn_is_recorded_exactly_as_sent_and_the_inspector_reads_every_for
         let EventKind::MessageFinal { trace_id, .. } = &events.last().expect("events").kind else {
             panic!("{provider}: {:?}", events.last())
         };
-        let sent: Vec<Value> = {
-            let requests = fake.requests.lock().unwrap_or_else(|p| p.into_inner());
-            requests[requests.len() - 2..]
-                .iter()
-                .map(|(_, body)| body.clone())
-                .collect()
-        };
+        let sent = fake.last_bodies(2);
         let (status, turns) = server
             .get_json(&format!("/api/traces/{trace_id}/model-turns"))
             .await;
@@ -1239,13 +1245,7 @@ async fn the_model_calls_an_mcp_tool_in_every_wire_format() {
             calls[0].output
         );
         assert_eq!(message.text(), "Echoed.", "{provider}");
-        let requests: Vec<Value> = {
-            let requests = fake.requests.lock().unwrap_or_else(|p| p.into_inner());
-            requests[requests.len() - 2..]
-                .iter()
-                .map(|(_, body)| body.clone())
-                .collect()
-        };
+        let requests = fake.last_bodies(2);
         let first = requests[0].to_string();
         assert!(
             first.contains(MCP_TOOL) && first.contains("Message to echo"),
