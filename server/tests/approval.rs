@@ -222,7 +222,8 @@ async fn the_optional_timeout_denies_a_call_nobody_answered() {
     let (_run_id, _call_id, stream) = until_asked(&server).await;
     let rest = stream.collect().await;
     assert!(rest.iter().any(|event| matches!(&event.kind,
-        EventKind::ToolApprovalResolved { decision: ApprovalDecision::Deny, by, .. } if by == "timeout")));
+        EventKind::ToolApprovalResolved { decision: ApprovalDecision::Deny, by, reason, .. }
+            if by == "timeout" && reason.as_deref() == Some("timeout"))));
     assert_eq!(result_of(&rest).0, ToolResultStatus::Denied);
     server.stop().await;
 }

@@ -36,9 +36,7 @@ fn answer_line(approval: &Approval) -> String {
     match (approval.decision, by) {
         (None, _) => "Waiting for approval".to_owned(),
         (Some(ApprovalDecision::Approve), by) => format!("Approved by {by}"),
-        (Some(ApprovalDecision::Deny), "timeout") => {
-            format!("Denied: not answered in time{reason}")
-        }
+        (Some(ApprovalDecision::Deny), "timeout") => "Denied: not answered in time".to_owned(),
         (Some(ApprovalDecision::Deny), by) => format!("Denied by {by}{reason}"),
     }
 }

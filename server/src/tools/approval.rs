@@ -103,7 +103,7 @@ pub async fn ask(
                     ApprovalAnswer {
                         decision: ApprovalDecision::Deny,
                         by: "timeout".into(),
-                        reason: Some(format!("No answer within {} s.", limit.as_secs())),
+                        reason: Some("timeout".into()),
                     },
                 );
                 answer.await
@@ -123,7 +123,7 @@ pub async fn ask(
 /// The error of a denied call, as the model reads it.
 pub fn denied(by: &str, reason: Option<&str>) -> ToolError {
     let who = match by {
-        "timeout" => "Nobody approved this call in time".to_owned(),
+        "timeout" => return tool_error("denied", "Nobody approved this call in time."),
         "policy" => "This tool is not allowed here".to_owned(),
         _ => "The person denied this call".to_owned(),
     };
