@@ -122,7 +122,7 @@ struct CallFragment {
     function: Option<FunctionFragment>,
 }
 
-#[derive(Deserialize)]
+#[derive(Default, Deserialize)]
 struct FunctionFragment {
     #[serde(default)]
     name: Option<String>,
@@ -239,10 +239,7 @@ fn apply_delta(
         if let Some(id) = fragment.id {
             call.id = id;
         }
-        let function = fragment.function.unwrap_or(FunctionFragment {
-            name: None,
-            arguments: None,
-        });
+        let function = fragment.function.unwrap_or_default();
         call.name
             .push_str(function.name.as_deref().unwrap_or_default());
         call.arguments
