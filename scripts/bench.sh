@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, burst, cancel, resume, crash, storage, instances, micro, browser, bundle).
+# (streams, burst (beside the Node.js reference), cancel, resume, crash, storage, instances, micro, browser, bundle).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -29,6 +29,11 @@ if run burst; then
   for _ in 1 2 3; do loadgen burst --runs 3000 --over 3 || log "3,000 over 3 s did not complete"; done
   log "steady streams at 50 events/s: 1,000 and 3,000"
   loadgen streams --streams 1000,3000 --rate 50 --seconds 10 || log "3,000 x 50 events/s did not complete"
+  log "the same against the issue's reference, a plain Node.js SSE server (bench/reference/node-sse.mjs)"
+  reference() { target/release/loadgen --binary bench/reference/node-sse.mjs "$@"; }
+  for _ in 1 2 3; do reference burst --runs 1000 --over 1; done
+  for _ in 1 2 3; do reference burst --runs 3000 --over 3; done
+  reference streams --streams 1000,3000 --rate 50 --seconds 10
 fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"

@@ -129,3 +129,40 @@ async fn the_read_pool_cannot_write_only_the_writer_can() {
         .expect("the writer writes");
     server.stop().await;
 }
+
+/// Committed pages move from the WAL into the database file on a connection of their own, not in
+/// a commit of the writer (where the copy and its fsync held up every run start queued behind
+/// it). 2 MiB is under any automatic checkpoint of the writer (SQLite's default is 4 MiB), so only
+/// the background one moves it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_wal_is_moved_into_the_database_file_off_the_writers_path() {
+    if sqlite_only("the WAL is SQLite's") {
+        return;
+    }
+    let server = TestServer::start().await;
+    let store = &server.store;
+    store
+        .execute_as_writer("CREATE TABLE filler (data BLOB)".into())
+        .await
+        .expect("create");
+    for _ in 0..2 {
+        store
+            .execute_as_writer("INSERT INTO filler VALUES (zeroblob(1048576))".into())
+            .await
+            .expect("insert");
+    }
+    let db = db_path(&server.dir);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let size = std::fs::metadata(&db).map_or(0, |meta| meta.len());
+        if size >= 2 * 1024 * 1024 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the database file is still {size} bytes: the WAL was not checkpointed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    server.stop().await;
+}

@@ -106,8 +106,15 @@ impl ServerProcess {
         self.child.id()
     }
 
+    /// The server's usage with its child processes' (the Node reference runs two workers).
     pub fn usage(&self) -> Usage {
-        process_usage(&format!("/proc/{}", self.pid()))
+        family(self.pid())
+            .iter()
+            .map(|pid| process_usage(&format!("/proc/{pid}")))
+            .fold(Usage::default(), |sum, one| Usage {
+                cpu_seconds: sum.cpu_seconds + one.cpu_seconds,
+                rss_bytes: sum.rss_bytes + one.rss_bytes,
+            })
     }
 
     /// SIGKILL: nothing is flushed, as in a crash or an OOM kill.
@@ -171,6 +178,28 @@ fn free_port() -> Result<u16, String> {
         .local_addr()
         .map(|address| address.port())
         .map_err(|error| error.to_string())
+}
+
+/// `pid` and its descendants, from `/proc/<pid>/task/<tid>/children`.
+fn family(pid: u32) -> Vec<u32> {
+    let mut all = vec![pid];
+    let mut next = 0;
+    while let Some(&parent) = all.get(next) {
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{parent}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let children =
+                std::fs::read_to_string(task.path().join("children")).unwrap_or_default();
+            all.extend(
+                children
+                    .split_whitespace()
+                    .filter_map(|child| child.parse::<u32>().ok()),
+            );
+        }
+    }
+    all
 }
 
 /// Usage of `/proc/<pid>` (or `/proc/self`).

@@ -3,6 +3,7 @@
 
 mod accounts;
 mod shares;
+pub mod wal;
 
 use std::{str::FromStr, sync::Arc, time::Duration};
 
@@ -26,6 +27,8 @@ pub struct SqliteStore {
     /// Reads only: in WAL mode they never wait for the writer.
     pub(super) pool: SqlitePool,
     pub(super) writer: Writer<writer::Sqlite>,
+    /// Stops the WAL checkpoints ([`wal`]).
+    wal: tokio_util::sync::CancellationToken,
 }
 
 impl SqliteStore {
@@ -45,7 +48,16 @@ impl SqliteStore {
             sqlx::migrate!("../migrations").run(&migrations).await?;
             migrations.close().await;
         }
-        let write_options = options.clone();
+        let write_options = options
+            .clone()
+            .pragma(
+                "wal_autocheckpoint",
+                wal::WRITER_AUTOCHECKPOINT_PAGES.to_string(),
+            )
+            .pragma(
+                "journal_size_limit",
+                wal::JOURNAL_SIZE_LIMIT_BYTES.to_string(),
+            );
         let writer = Writer::start(Arc::new(move || {
             let options = write_options.clone();
             Box::pin(async move { options.connect().await })
@@ -54,9 +66,11 @@ impl SqliteStore {
         // Opened read-only: no path but the writer can write.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
-            .connect_with(options.read_only(true))
+            .connect_with(options.clone().read_only(true))
             .await?;
-        Ok(SqliteStore { pool, writer })
+        let wal = tokio_util::sync::CancellationToken::new();
+        wal::spawn(options, wal.clone()).await?;
+        Ok(SqliteStore { pool, writer, wal })
     }
 
     /// Whether the database answers reads.
@@ -71,6 +85,7 @@ impl SqliteStore {
 
     /// Lets queued writes finish, then closes every connection.
     pub async fn close(&self) {
+        self.wal.cancel();
         self.writer.close().await;
         self.pool.close().await;
     }
@@ -291,28 +306,6 @@ impl SqliteStore {
     }
 }
 
-async fn insert_message(
-    tx: &mut SqliteConnection,
-    conversation_id: &str,
-    position: i64,
-    message: &Message,
-) -> Result<()> {
-    sqlx::query("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-        .bind(&message.id)
-        .bind(conversation_id)
-        .bind(position)
-        .bind(match message.role {
-            app::protocol::Role::User => "user",
-            app::protocol::Role::Assistant => "assistant",
-        })
-        .bind(message.status.as_str())
-        .bind(encode_message(message)?)
-        .bind(&message.created_at)
-        .execute(&mut *tx)
-        .await?;
-    Ok(())
-}
-
 async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<()> {
     sqlx::query("UPDATE messages SET status = ?, body = ? WHERE id = ?")
         .bind(message.status.as_str())
@@ -324,64 +317,20 @@ async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<
 }
 
 async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedRun> {
-    let (conversation_id, model) = match &new.conversation_id {
+    let (conversation_id, model, history) = match &new.conversation_id {
         Some(id) => {
-            let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
-                .bind(id)
-                .bind(&new.owner_id)
-                .fetch_optional(&mut *tx)
-                .await?
-                .ok_or(Error::NotFound("conversation"))?;
-            let busy = sqlx::query(
-                "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if busy.is_some() {
-                return Err(one_run_at_a_time());
-            }
-            let stored: String = row.try_get("model")?;
-            let model = new.model.clone().unwrap_or(stored);
-            sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
-                .bind(&model)
-                .bind(&new.now)
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            (id.clone(), model)
+            let (model, history) = continue_conversation(tx, &new, id).await?;
+            (id.clone(), model, history)
         }
         None => {
-            let id = uuid::Uuid::new_v4().to_string();
             let model = new
                 .model
                 .clone()
                 .unwrap_or_else(|| new.default_model.clone());
-            sqlx::query(
-                "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
-            )
-            .bind(&id)
-            .bind(&new.owner_id)
-            .bind(title_for(&new.content))
-            .bind(&model)
-            .bind(&new.now)
-            .bind(&new.now)
-            .execute(&mut *tx)
-            .await?;
-            (id, model)
+            (uuid::Uuid::new_v4().to_string(), model, Vec::new())
         }
     };
-
-    let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
-        .bind(&conversation_id)
-        .fetch_all(&mut *tx)
-        .await?;
-    let history = rows
-        .iter()
-        .map(|row| decode_message(row.try_get("body")?))
-        .collect::<Result<Vec<_>>>()?;
     let position = history.len() as i64;
-
     let user_message = Message::user(
         new.user_message_id.clone(),
         new.content.clone(),
@@ -393,35 +342,106 @@ async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedR
         new.now.clone(),
     );
     assistant.trace_id = Some(new.trace_id.clone());
-    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
-        insert_message(
-            &mut *tx,
-            &conversation_id,
-            position + offset as i64,
-            message,
-        )
-        .await?;
+    // The rows go in one request to SQLite's thread (several statements, binds in order): each
+    // request is a hop between threads, and under a burst of new runs the hops were what the
+    // writer spent its time on.
+    let new_conversation = new.conversation_id.is_none();
+    let sql = if new_conversation {
+        const CONVERSATION: &str = "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?);";
+        format!("{CONVERSATION}{BEGIN_RUN_ROWS}")
+    } else {
+        BEGIN_RUN_ROWS.to_owned()
+    };
+    let mut query = sqlx::query(&sql);
+    if new_conversation {
+        query = query
+            .bind(&conversation_id)
+            .bind(&new.owner_id)
+            .bind(title_for(&new.content))
+            .bind(&model)
+            .bind(&new.now)
+            .bind(&new.now);
     }
-    sqlx::query(
-        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-    )
-    .bind(&new.trace_id)
-    .bind(&new.run_id)
-    .bind(&conversation_id)
-    .bind(&new.assistant_message_id)
-    .bind(&new.user_message_id)
-    .bind(&model)
-    .bind(&new.now)
-    .bind(&new.now)
-    .execute(&mut *tx)
-    .await?;
+    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+        query = query
+            .bind(&message.id)
+            .bind(&conversation_id)
+            .bind(position + offset as i64)
+            .bind(role_name(message))
+            .bind(message.status.as_str())
+            .bind(encode_message(message)?)
+            .bind(&message.created_at);
+    }
+    query
+        .bind(&new.trace_id)
+        .bind(&new.run_id)
+        .bind(&conversation_id)
+        .bind(&new.assistant_message_id)
+        .bind(&new.user_message_id)
+        .bind(&model)
+        .bind(&new.now)
+        .bind(&new.now)
+        .execute(&mut *tx)
+        .await?;
     Ok(StartedRun {
         conversation_id,
         model,
         history,
         user_message,
     })
+}
+
+/// The user's and the assistant's messages, and the run's trace: the rows every run start writes.
+const BEGIN_RUN_ROWS: &str = "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
+     INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+     VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)";
+
+/// An existing conversation of the user's, with no run going: its model (the request's, when
+/// given, is stored) and its messages so far.
+async fn continue_conversation(
+    tx: &mut SqliteConnection,
+    new: &NewRun,
+    id: &str,
+) -> Result<(String, Vec<Message>)> {
+    let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
+        .bind(id)
+        .bind(&new.owner_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(Error::NotFound("conversation"))?;
+    let busy = sqlx::query(
+        "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if busy.is_some() {
+        return Err(one_run_at_a_time());
+    }
+    let stored: String = row.try_get("model")?;
+    let model = new.model.clone().unwrap_or(stored);
+    sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
+        .bind(&model)
+        .bind(&new.now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+    let history = rows
+        .iter()
+        .map(|row| decode_message(row.try_get("body")?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((model, history))
+}
+
+fn role_name(message: &Message) -> &'static str {
+    match message.role {
+        app::protocol::Role::User => "user",
+        app::protocol::Role::Assistant => "assistant",
+    }
 }
 
 async fn append_chunks_in(tx: &mut SqliteConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
