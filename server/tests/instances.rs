@@ -251,3 +251,39 @@ async fn an_approval_answered_on_another_instance_reaches_the_run() {
         app::protocol::EventKind::MessageFinal { .. }
     ));
 }
+
+/// `instances` keeps only live and recently lost instances: a tool's connection takes no lease,
+/// and an instance gone for over an hour is forgotten by the next heartbeat of a live one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
+    if !postgres::enabled() {
+        eprintln!("skipped on SQLite: leases are PostgreSQL's");
+        return;
+    }
+    let dir = test_dir();
+    let tool = open_store(&dir).await;
+    tool.execute_as_writer(
+        "INSERT INTO instances (instance_id, heartbeat_at) VALUES ('gone', now() - interval '2 hours'), ('recent', now() - interval '1 minute')".into(),
+    )
+    .await
+    .expect("old leases");
+    let names = || async {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT instance_id FROM instances ORDER BY instance_id")
+                .fetch_all(tool.postgres().expect("PostgreSQL").pool())
+                .await
+                .expect("instances");
+        rows.into_iter().map(|(name,)| name).collect::<Vec<_>>()
+    };
+    assert_eq!(names().await, ["gone", "recent"], "no row for the tool");
+    let _a = launch(&dir, &["--instance-id", "a"]).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while names().await != ["a", "recent"] {
+        assert!(
+            Instant::now() < deadline,
+            "instances are {:?}",
+            names().await
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}

@@ -49,13 +49,20 @@ impl Store {
     /// Opens (creating a SQLite file when missing) the database and brings its schema up to date;
     /// for tools and tests (PostgreSQL: as an instance of its own that runs nothing).
     pub async fn connect(url: &str) -> Result<Self, sqlx::Error> {
-        Self::connect_as(url, &format!("tool-{}", uuid::Uuid::new_v4())).await
+        Self::open(url, &format!("tool-{}", uuid::Uuid::new_v4()), false).await
     }
 
-    /// [`Store::connect`] for the server: `instance_id` names this instance on PostgreSQL.
+    /// [`Store::connect`] for the server: `instance_id` names this instance on PostgreSQL, where
+    /// it takes a lease (a row of `instances`).
     pub async fn connect_as(url: &str, instance_id: &str) -> Result<Self, sqlx::Error> {
+        Self::open(url, instance_id, true).await
+    }
+
+    async fn open(url: &str, instance_id: &str, lease: bool) -> Result<Self, sqlx::Error> {
         if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-            Ok(Store::Postgres(PgStore::connect(url, instance_id).await?))
+            Ok(Store::Postgres(
+                PgStore::connect(url, instance_id, lease).await?,
+            ))
         } else {
             Ok(Store::Sqlite(SqliteStore::connect(url).await?))
         }

@@ -38,6 +38,8 @@ pub struct PgStore {
 pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
 /// ...and one whose lease is this old (seconds) is taken for dead.
 const LEASE_SECS: i64 = 6;
+/// An instance whose lease ran out this long ago is deleted from `instances`.
+pub const FORGET_INSTANCES_AFTER_SECS: i64 = 3600;
 
 /// Some events of one trace: its id, and `(seq, JSON)` of each.
 pub type TraceEvents = (String, Vec<(u64, Arc<str>)>);
@@ -50,9 +52,10 @@ const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_
     t.cancellation_reason, t.error_code";
 
 impl PgStore {
-    /// Connects as `instance_id`, brings the schema up to date (`migrations/postgres/`) and takes
-    /// the instance's lease.
-    pub async fn connect(url: &str, instance_id: &str) -> Result<Self, sqlx::Error> {
+    /// Connects as `instance_id`, brings the schema up to date (`migrations/postgres/`) and, for an
+    /// instance that runs runs (`lease`), takes its lease. Tools and tests take none, so they leave
+    /// no row in `instances`.
+    pub async fn connect(url: &str, instance_id: &str, lease: bool) -> Result<Self, sqlx::Error> {
         let options = PgConnectOptions::from_str(url)?;
         {
             let mut migrations = options.connect().await?;
@@ -80,6 +83,9 @@ impl PgStore {
             options: Arc::new(options),
             instance_id: Arc::from(instance_id),
         };
+        if !lease {
+            return Ok(store);
+        }
         store.heartbeat().await.map_err(|error| match error {
             Error::Database(error) => error,
             other => sqlx::Error::Protocol(other.to_string()),
@@ -91,7 +97,10 @@ impl PgStore {
         &self.options
     }
 
-    /// Refreshes this instance's lease (taking it at start).
+    /// Refreshes this instance's lease (taking it at start), and forgets instances whose lease
+    /// ran out [`FORGET_INSTANCES_AFTER_SECS`] ago: their runs were ended long since (a trace
+    /// whose instance has no row counts as orphaned all the same), so the table keeps only
+    /// instances that live or died recently.
     pub async fn heartbeat(&self) -> Result<()> {
         let instance_id = self.instance_id.to_string();
         self.writer
@@ -102,6 +111,12 @@ impl PgStore {
                          ON CONFLICT (instance_id) DO UPDATE SET heartbeat_at = now()",
                     )
                     .bind(&instance_id)
+                    .execute(&mut *connection)
+                    .await?;
+                    sqlx::query(
+                        "DELETE FROM instances WHERE heartbeat_at < now() - make_interval(secs => $1)",
+                    )
+                    .bind(FORGET_INSTANCES_AFTER_SECS as f64)
                     .execute(&mut *connection)
                     .await?;
                     Ok(())
