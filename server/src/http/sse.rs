@@ -52,58 +52,81 @@ pub fn remote(
     after: u64,
 ) -> impl Stream<Item = (u64, Arc<str>)> + Send {
     let progress = bus.follow(&trace_id, Some(after));
-    stream::unfold(
-        (
-            store,
-            bus,
-            progress,
-            trace_id,
-            after,
-            VecDeque::new(),
-            false,
-        ),
-        |(store, bus, mut progress, trace_id, cursor, mut pending, mut done)| async move {
-            let mut from_tables = true;
-            loop {
-                if let Some((seq, json)) = pending.pop_front() {
-                    let next = (store, bus, progress, trace_id, seq, pending, done);
-                    return Some(((seq, json), next));
-                }
-                if done {
-                    return None;
-                }
-                let state = *progress.borrow_and_update();
-                // The shared window while the run goes; the tables at first, at the end, after
-                // a poll without news, and when the window has moved past this reader.
-                let shared = match (
-                    from_tables || state.ended,
-                    bus.recent_after(&trace_id, cursor),
-                ) {
-                    (false, Some(events)) => Some(events),
-                    _ => None,
-                };
-                match shared {
-                    Some(events) => pending.extend(events),
-                    None => match store.events_after(&trace_id, cursor).await {
-                        Ok(Some((events, ended))) => {
-                            pending.extend(events.into_iter().filter(|(seq, _)| *seq > cursor));
-                            done = ended;
-                        }
-                        Ok(None) => return None,
-                        Err(error) => {
-                            tracing::warn!(%trace_id, %error, "reading another instance's run failed; retrying")
-                        }
-                    },
-                }
-                from_tables = false;
-                if pending.is_empty() && !done {
-                    from_tables = tokio::time::timeout(REMOTE_POLL, progress.changed())
-                        .await
-                        .is_err();
-                }
+    let reader = RemoteReader {
+        store,
+        bus,
+        progress,
+        trace_id,
+        cursor: after,
+        pending: VecDeque::new(),
+        done: false,
+        from_tables: true,
+    };
+    stream::unfold(reader, |mut reader| async move {
+        let event = reader.next().await?;
+        Some((event, reader))
+    })
+}
+
+/// A reader of another instance's run: where it is, and whether its next read goes to the tables.
+struct RemoteReader {
+    store: PgStore,
+    bus: Arc<Bus>,
+    progress: tokio::sync::watch::Receiver<crate::bus::Progress>,
+    trace_id: String,
+    cursor: u64,
+    pending: VecDeque<(u64, Arc<str>)>,
+    /// The trace has closed and its last events are in `pending`.
+    done: bool,
+    /// Read the tables next, not the bus's shared window: at first, at the end, and after a
+    /// poll without news. It lasts across the events it yields (each poll of the stream), so a
+    /// reader that keeps up reads from the window and the tables see one query per notification.
+    from_tables: bool,
+}
+
+impl RemoteReader {
+    async fn next(&mut self) -> Option<(u64, Arc<str>)> {
+        loop {
+            if let Some((seq, json)) = self.pending.pop_front() {
+                self.cursor = seq;
+                return Some((seq, json));
             }
-        },
-    )
+            if self.done {
+                return None;
+            }
+            let state = *self.progress.borrow_and_update();
+            // The shared window while the run goes; the tables at first, at the end, after a
+            // poll without news, and when the window has moved past this reader.
+            let shared = match (
+                self.from_tables || state.ended,
+                self.bus.recent_after(&self.trace_id, self.cursor),
+            ) {
+                (false, Some(events)) => Some(events),
+                _ => None,
+            };
+            match shared {
+                Some(events) => self.pending.extend(events),
+                None => match self.store.events_after(&self.trace_id, self.cursor).await {
+                    Ok(Some((events, ended))) => {
+                        let cursor = self.cursor;
+                        self.pending
+                            .extend(events.into_iter().filter(|(seq, _)| *seq > cursor));
+                        self.done = ended;
+                    }
+                    Ok(None) => return None,
+                    Err(error) => {
+                        tracing::warn!(trace_id = %self.trace_id, %error, "reading another instance's run failed; retrying")
+                    }
+                },
+            }
+            self.from_tables = false;
+            if self.pending.is_empty() && !self.done {
+                self.from_tables = tokio::time::timeout(REMOTE_POLL, self.progress.changed())
+                    .await
+                    .is_err();
+            }
+        }
+    }
 }
 
 /// How often a reader of another instance's run reads the database without being told to.
