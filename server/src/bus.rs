@@ -18,7 +18,10 @@
 
 use std::{
     collections::{HashMap, HashSet, VecDeque},
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
     time::Duration,
 };
 
@@ -80,6 +83,19 @@ pub struct Bus {
     /// Traces announced with events the fetcher has not read yet.
     due: Mutex<HashSet<String>>,
     fetch: Notify,
+    /// Queries of the fetcher, and reads of the tables by readers themselves (`/healthz`): the
+    /// second stays near the number of readers while they keep up.
+    fetches: AtomicU64,
+    table_reads: AtomicU64,
+}
+
+/// What `/healthz` says of the bus.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct BusStats {
+    /// Traces of other instances that readers here follow.
+    pub followed: usize,
+    pub fetches: u64,
+    pub table_reads: u64,
 }
 
 impl Bus {
@@ -97,6 +113,8 @@ impl Bus {
             followers: Mutex::new(HashMap::new()),
             due: Mutex::new(HashSet::new()),
             fetch: Notify::new(),
+            fetches: AtomicU64::new(0),
+            table_reads: AtomicU64::new(0),
         });
         tokio::spawn(bus.clone().listen(on_cancel, stop.clone()));
         tokio::spawn(bus.clone().fetcher(stop.clone()));
@@ -114,6 +132,19 @@ impl Bus {
         self.due
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn stats(&self) -> BusStats {
+        BusStats {
+            followed: self.followers().len(),
+            fetches: self.fetches.load(Ordering::Relaxed),
+            table_reads: self.table_reads.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Counts a reader's own read of the tables.
+    pub fn count_table_read(&self) {
+        self.table_reads.fetch_add(1, Ordering::Relaxed);
     }
 
     /// A watch on `trace_id`'s progress, for a reader that has read up to `cursor` (`None`: one
@@ -178,6 +209,7 @@ impl Bus {
             if wanted.is_empty() {
                 continue;
             }
+            self.fetches.fetch_add(1, Ordering::Relaxed);
             match self.postgres.chunks_after(&wanted).await {
                 Ok(events) => self.take_in(events),
                 Err(error) => {

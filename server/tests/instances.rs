@@ -287,3 +287,43 @@ async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// A reader on another instance reads new events from the bus's shared fetch, not from the tables
+/// at every event: before the fix each batch it handed out sent it back to the tables (500
+/// readers made 3,400 queries a second). `/healthz` counts the readers' own table reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_on_another_instance_keeps_to_the_shared_fetch() {
+    if !postgres::enabled() {
+        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+        return;
+    }
+    let dir = test_dir();
+    write_scenario(
+        &dir,
+        "steady",
+        json!({"delta_chars": 1, "delta_interval_ms": 20, "steps": [
+            {"text": "word ".repeat(80)}
+        ]}),
+    );
+    let a = launch(&dir, &["--instance-id", "a"]).await;
+    let b = launch(&dir, &["--instance-id", "b"]).await;
+    let client = reqwest::Client::new();
+    let (status, started) = start(
+        &client,
+        &a.base,
+        json!({"content": "go", "model": "scenario:steady"}),
+    )
+    .await;
+    assert_eq!(status, 201, "{started}");
+    let run_id = started["run_id"].as_str().expect("run");
+    let events = follow(&client, &b.base, run_id, None).await.collect().await;
+    let deltas = events.iter().filter(|e| is_type(e, "text_delta")).count();
+    assert!(deltas >= 40, "{deltas} deltas");
+    the_terminal_event(&events);
+    let health = get_json_at(&client, format!("{}/healthz", b.base)).await;
+    let table_reads = health["bus"]["table_reads"].as_u64().expect("bus stats");
+    assert!(
+        table_reads <= 5,
+        "the reader read the tables {table_reads} times for {deltas} deltas: {health}"
+    );
+}

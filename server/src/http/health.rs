@@ -35,6 +35,7 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
             "reason": reason,
             "runs": runs,
             "run_memory_bytes": run_memory_bytes,
+            "bus": state.engine.bus().map(|bus| bus.stats()),
         })),
     )
 }

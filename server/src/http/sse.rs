@@ -85,6 +85,11 @@ struct RemoteReader {
 }
 
 impl RemoteReader {
+    async fn read_tables(&self) -> crate::error::Result<Option<(Vec<(u64, Arc<str>)>, bool)>> {
+        self.bus.count_table_read();
+        self.store.events_after(&self.trace_id, self.cursor).await
+    }
+
     async fn next(&mut self) -> Option<(u64, Arc<str>)> {
         loop {
             if let Some((seq, json)) = self.pending.pop_front() {
@@ -106,7 +111,7 @@ impl RemoteReader {
             };
             match shared {
                 Some(events) => self.pending.extend(events),
-                None => match self.store.events_after(&self.trace_id, self.cursor).await {
+                None => match self.read_tables().await {
                     Ok(Some((events, ended))) => {
                         let cursor = self.cursor;
                         self.pending
