@@ -61,8 +61,7 @@ async fn trace_on(client: &reqwest::Client, base: &str, started: &Value) -> Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on_another() {
-    if !postgres::enabled() {
-        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+    if postgres_only("several instances share a PostgreSQL database") {
         return;
     }
     let dir = test_dir();
@@ -191,8 +190,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_answered_on_another_instance_reaches_the_run() {
-    if !postgres::enabled() {
-        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+    if postgres_only("several instances share a PostgreSQL database") {
         return;
     }
     let dir = test_dir();
@@ -256,8 +254,7 @@ async fn an_approval_answered_on_another_instance_reaches_the_run() {
 /// and an instance gone for over an hour is forgotten by the next heartbeat of a live one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
-    if !postgres::enabled() {
-        eprintln!("skipped on SQLite: leases are PostgreSQL's");
+    if postgres_only("leases are PostgreSQL's") {
         return;
     }
     let dir = test_dir();
@@ -293,8 +290,7 @@ async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
 /// readers made 3,400 queries a second). `/healthz` counts the readers' own table reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reader_on_another_instance_keeps_to_the_shared_fetch() {
-    if !postgres::enabled() {
-        eprintln!("skipped on SQLite: several instances share a PostgreSQL database");
+    if postgres_only("several instances share a PostgreSQL database") {
         return;
     }
     let dir = test_dir();

@@ -579,6 +579,13 @@ json!({"providers": [
     providers
 }
 
+/// Runs `model` on `prompt` to its end: the events, checked against the stream's invariants.
+async fn run_checked(server: &TestServer, model: &str, prompt: &str) -> Vec<app::protocol::Event> {
+    let events = server.chat_stream(model, prompt).await.collect().await;
+    assert_invariants(&events);
+    events
+}
+
 fn final_message(events: &[app::protocol::Event]) -> &app::protocol::Message {
     match &events.last().expect("events").kind {
         EventKind::MessageFinal { message, .. }
@@ -591,12 +598,7 @@ fn final_message(events: &[app::protocol::Event]) -> &app::protocol::Message {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_two_step_loop_runs_the_requested_tools_and_sends_their_results_back() {
     let (server, fake) = start().await;
-    let events = server
-        .chat_stream("fake/tools", "Where are the TODOs?")
-        .await
-        .collect()
-        .await;
-    assert_invariants(&events);
+    let events = run_checked(&server, "fake/tools", "Where are the TODOs?").await;
     assert!(matches!(
         events.last().map(|e| &e.kind),
         Some(EventKind::MessageFinal { .. })
@@ -720,8 +722,7 @@ async fn reasoning_fields_and_think_tags_become_reasoning_and_never_leak_into_th
         ("fake/reasoning", "Let me think.", "Done thinking."),
         ("fake/think", "I should plan", "The answer."),
     ] {
-        let events = server.chat_stream(model, "Think").await.collect().await;
-        assert_invariants(&events);
+        let events = run_checked(&server, model, "Think").await;
         let message = final_message(&events);
         let Some(Segment::Reasoning(segment)) = message.segments.first() else {
             panic!("{model}: reasoning first: {message:?}")
@@ -745,8 +746,7 @@ async fn a_malformed_chunk_or_a_reset_ends_the_run_with_a_readable_error_and_kee
         ("fake/malformed", "malformed_stream", "Partial "),
         ("fake/reset", "stream_interrupted", "Half an answer"),
     ] {
-        let events = server.chat_stream(model, "Go").await.collect().await;
-        assert_invariants(&events);
+        let events = run_checked(&server, model, "Go").await;
         let EventKind::MessageError {
             code: got,
             error,
@@ -851,12 +851,7 @@ async fn credentials_in_model_text_reasoning_arguments_and_tool_output_never_rea
          -----END RSA PRIVATE KEY-----\n",
     )
     .expect("write the workspace file");
-    let events = server
-        .chat_stream("fake/leaky", "Check the production settings")
-        .await
-        .collect()
-        .await;
-    assert_invariants(&events);
+    let events = run_checked(&server, "fake/leaky", "Check the production settings").await;
     let streamed = serde_json::to_string(&events).expect("events as JSON");
     let message = final_message(&events);
     assert!(
@@ -930,12 +925,12 @@ async fn responses_and_anthropic_adapters_map_tools_reasoning_parts_and_failures
     let (server, fake) = start().await;
     for provider in ["resp", "anth"] {
         // A two-step loop with two tool calls whose arguments stream in fragments.
-        let events = server
-            .chat_stream(&format!("{provider}/tools"), "Where are the TODOs?")
-            .await
-            .collect()
-            .await;
-        assert_invariants(&events);
+        let events = run_checked(
+            &server,
+            &format!("{provider}/tools"),
+            "Where are the TODOs?",
+        )
+        .await;
         let message = final_message(&events);
         let calls: Vec<_> = message.tool_calls().collect();
         assert_eq!(calls.len(), 2, "{provider}: {:?}", events.last());
@@ -986,12 +981,7 @@ async fn responses_and_anthropic_adapters_map_tools_reasoning_parts_and_failures
         );
 
         // Reasoning parts keep their summary_index.
-        let events = server
-            .chat_stream(&format!("{provider}/reasoning"), "Think")
-            .await
-            .collect()
-            .await;
-        assert_invariants(&events);
+        let events = run_checked(&server, &format!("{provider}/reasoning"), "Think").await;
         let message = final_message(&events);
         let Some(Segment::Reasoning(segment)) = message.segments.first() else {
             panic!("{provider}: {message:?}")
@@ -1121,12 +1111,7 @@ async fn the_log_holds_no_content_no_credential_and_no_provider_key() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_denied_call_is_reported_to_the_model_and_the_loop_goes_on() {
     let (server, fake) = start_with(json!({"approval": {"tools": {"list_dir": "deny"}}})).await;
-    let events = server
-        .chat_stream("fake/tools", "Where are the TODOs?")
-        .await
-        .collect()
-        .await;
-    assert_invariants(&events);
+    let events = run_checked(&server, "fake/tools", "Where are the TODOs?").await;
     let message = final_message(&events);
     let statuses: Vec<_> = message.tool_calls().map(|call| call.status).collect();
     assert_eq!(statuses, [ToolCallStatus::Success, ToolCallStatus::Denied]);
@@ -1228,12 +1213,7 @@ async fn the_model_calls_an_mcp_tool_in_every_wire_format() {
     }))
     .await;
     for provider in ["fake", "resp", "anth"] {
-        let events = server
-            .chat_stream(&format!("{provider}/mcp"), "Echo something")
-            .await
-            .collect()
-            .await;
-        assert_invariants(&events);
+        let events = run_checked(&server, &format!("{provider}/mcp"), "Echo something").await;
         let message = final_message(&events);
         let calls: Vec<_> = message.tool_calls().collect();
         assert_eq!(calls.len(), 1, "{provider}: {:?}", events.last());

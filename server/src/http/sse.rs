@@ -11,7 +11,13 @@ use axum::{
 };
 use futures::{stream, Stream, StreamExt};
 
-use crate::{bus::Bus, runs::Run, store::PgStore};
+use tokio::sync::watch;
+
+use crate::{
+    bus::{Bus, Progress},
+    runs::Run,
+    store::PgStore,
+};
 
 /// Heartbeat comments keep proxies and browsers from timing the stream out.
 pub const HEARTBEAT: Duration = Duration::from_secs(15);
@@ -72,7 +78,7 @@ pub fn remote(
 struct RemoteReader {
     store: PgStore,
     bus: Arc<Bus>,
-    progress: tokio::sync::watch::Receiver<crate::bus::Progress>,
+    progress: watch::Receiver<Progress>,
     trace_id: String,
     cursor: u64,
     pending: VecDeque<(u64, Arc<str>)>,
@@ -102,12 +108,10 @@ impl RemoteReader {
             let state = *self.progress.borrow_and_update();
             // The shared window while the run goes; the tables at first, at the end, after a
             // poll without news, and when the window has moved past this reader.
-            let shared = match (
-                self.from_tables || state.ended,
-                self.bus.recent_after(&self.trace_id, self.cursor),
-            ) {
-                (false, Some(events)) => Some(events),
-                _ => None,
+            let shared = if self.from_tables || state.ended {
+                None
+            } else {
+                self.bus.recent_after(&self.trace_id, self.cursor)
             };
             match shared {
                 Some(events) => self.pending.extend(events),

@@ -137,10 +137,6 @@ impl WireFormat for OpenAiChat {
     type Event = Chunk;
     type State = ThinkSplitter;
 
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
-        bearer(api_key)
-    }
-
     fn request(turn: &TurnRequest) -> Request {
         Request {
             model: turn.model.clone(),
@@ -207,14 +203,6 @@ impl WireFormat for OpenAiChat {
             piece.emit(turn, sink);
         }
     }
-}
-
-/// `Authorization: Bearer <key>`, the OpenAI APIs' header.
-pub fn bearer(api_key: Option<&str>) -> Vec<(&'static str, String)> {
-    api_key
-        .map(|key| ("authorization", format!("Bearer {key}")))
-        .into_iter()
-        .collect()
 }
 
 fn apply_delta(

@@ -9,7 +9,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    openai_chat::bearer,
     provider::{TurnBuilder, WireError, WireFormat},
     ChatMessage, ProviderError, ProviderKind, RequestedCall, TurnRequest, TurnSink,
 };
@@ -168,10 +167,6 @@ impl WireFormat for OpenAiResponses {
     type Request = Request;
     type Event = Event;
     type State = Items;
-
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
-        bearer(api_key)
-    }
 
     fn request(turn: &TurnRequest) -> Request {
         Request {

@@ -27,7 +27,14 @@ pub trait WireFormat: Send + Sync + 'static {
     /// What the format remembers between events (open blocks, item ids).
     type State: Default + Send;
 
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)>;
+    /// The request's headers besides the content type: `Authorization: Bearer <key>` (the
+    /// OpenAI APIs') unless the format says otherwise.
+    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+        api_key
+            .map(|key| ("authorization", format!("Bearer {key}")))
+            .into_iter()
+            .collect()
+    }
     fn request(turn: &TurnRequest) -> Self::Request;
     /// A sent request back in OpenAI chat format, for the inspector export.
     fn conversation(request: Self::Request) -> Vec<ChatMessage>;

@@ -72,6 +72,16 @@ pub fn sqlite_only(why: &str) -> bool {
     false
 }
 
+/// Says why a test does not run on SQLite, for tests of several instances and of PostgreSQL's own
+/// behaviour.
+pub fn postgres_only(why: &str) -> bool {
+    if !postgres::enabled() {
+        eprintln!("skipped on SQLite: {why}");
+        return true;
+    }
+    false
+}
+
 /// A second handle on the test directory's database (the server's own is closed or elsewhere).
 pub async fn open_store(dir: &TempDir) -> Store {
     let url = database_url(dir).unwrap_or_else(|| format!("sqlite://{}", db_path(dir).display()));
