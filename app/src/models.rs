@@ -33,16 +33,32 @@ fn is_zero(count: &usize) -> bool {
 }
 
 /// How many messages a conversation page shows at first, and loads each time more are asked for.
-pub const CONVERSATION_PAGE: usize = 60;
+pub const CONVERSATION_PAGE: usize = 20;
+
+/// A page also stops at this many blocks (a message, a reasoning part, a tool call, an answer
+/// each count one), so a page of busy turns is as quick to hydrate as a page of plain ones: one
+/// task under 50 ms (`npm run bench -- long`, docs/benchmarks.md). 60 messages of ten tool calls
+/// each took 150-300 ms.
+pub const CONVERSATION_PAGE_BLOCKS: usize = 64;
 
 impl Conversation {
-    /// Keeps the `CONVERSATION_PAGE` messages before index `before` (the newest when `None`),
+    /// Keeps the messages before index `before` (the newest when `None`), at most
+    /// `CONVERSATION_PAGE` of them and `CONVERSATION_PAGE_BLOCKS` blocks but never fewer than two,
     /// starting on a question where one is near, and says how many are older.
     pub fn page(mut self, before: Option<usize>) -> Self {
         let end = before
             .unwrap_or(self.messages.len())
             .min(self.messages.len());
-        let mut start = end.saturating_sub(CONVERSATION_PAGE);
+        let mut start = end;
+        let mut blocks = 0;
+        while start > 0 && end - start < CONVERSATION_PAGE {
+            let weight = 1 + self.messages[start - 1].segments.len();
+            if blocks + weight > CONVERSATION_PAGE_BLOCKS && end - start >= 2 {
+                break;
+            }
+            blocks += weight;
+            start -= 1;
+        }
         if start > 0 && self.messages[start].role != crate::protocol::Role::User {
             start = (start + 1).min(end);
         }
@@ -193,14 +209,37 @@ mod tests {
 
     #[test]
     fn a_long_conversation_pages_from_its_newest_message_and_starts_on_a_question() {
-        let newest = conversation(71).page(None);
-        assert_eq!(newest.messages.len(), 59);
+        let newest = conversation(CONVERSATION_PAGE + 11).page(None);
+        assert_eq!(newest.messages.len(), CONVERSATION_PAGE - 1);
         assert_eq!(newest.messages[0].id, "m12");
         assert_eq!(newest.earlier, 12);
-        let older = conversation(71).page(Some(12));
+        let older = conversation(CONVERSATION_PAGE + 11).page(Some(12));
         assert_eq!((older.messages.len(), older.earlier), (12, 0));
         let short = conversation(5).page(None);
         assert_eq!((short.messages.len(), short.earlier), (5, 0));
         assert_eq!(conversation(5).page(Some(99)).messages.len(), 5);
+    }
+
+    #[test]
+    fn a_page_of_busy_turns_stops_at_its_block_budget() {
+        use crate::protocol::{Segment, TextSegment};
+        let mut busy = conversation(CONVERSATION_PAGE + 11);
+        for message in busy.messages.iter_mut().skip(1).step_by(2) {
+            message.segments = (0..12)
+                .map(|sequence_number| {
+                    Segment::Text(TextSegment {
+                        id: format!("t{sequence_number}"),
+                        sequence_number,
+                        text: "a block".into(),
+                    })
+                })
+                .collect();
+        }
+        // A turn is 1 + 13 blocks: four of them fit in 64 (and the newest question, unanswered).
+        let newest = busy.clone().page(None);
+        assert_eq!((newest.messages.len(), newest.earlier), (9, 22));
+        assert_eq!(newest.messages[0].role, crate::protocol::Role::User);
+        let older = busy.page(Some(22));
+        assert_eq!((older.messages.len(), older.earlier), (8, 14));
     }
 }

@@ -224,6 +224,11 @@ async function longConversationBenchmark(browser, server) {
 
   const { page, context, problems } = await openPage(browser);
   await page.addInitScript(INSTRUMENT);
+  // The floor: a new chat (no messages) compiles and starts the same wasm.
+  await page.goto(`${server.url}/`);
+  await waitForHydration(page);
+  const empty = await page.evaluate(() => window.__bench.longTasks.map((task) => task.duration.toFixed(0)));
+  console.log(`  a new chat, for comparison: long tasks while opening: ${empty.length}${empty.length ? ` (${empty.join(', ')} ms)` : ''}`);
   await useModel(page, 'scenario:busy_short');
   const started = Date.now();
   await page.goto(`${server.url}/c/${conversationId}`);

@@ -113,9 +113,14 @@ test('a long conversation opens on its newest messages and loads the earlier one
   const { page, context, problems } = await openPage(browser);
   await page.goto(`${server.url}/c/${conversationId}`);
   await waitForHydration(page);
-  assert.equal(await page.locator('article.message').count(), 60, 'the newest page');
+  // A page is 20 messages (CONVERSATION_PAGE): 35 turns are 70 messages, so three pages are older.
+  assert.equal(await page.locator('article.message').count(), 20, 'the newest page');
   // (textContent: the page opens at its end, and off-screen messages are not rendered.)
-  assert.equal(await page.locator('article.message.user').first().textContent(), 'Question 5');
+  assert.equal(await page.locator('article.message.user').first().textContent(), 'Question 25');
+  await page.getByRole('button', { name: 'Show earlier messages (50 more)' }).click();
+  await page.locator('article.message.user', { hasText: 'Question 15' }).waitFor();
+  assert.equal(await page.locator('article.message').count(), 40);
+  await page.getByRole('button', { name: 'Show earlier messages (30 more)' }).click();
   await page.getByRole('button', { name: 'Show earlier messages (10 more)' }).click();
   await page.locator('article.message.user', { hasText: 'Question 0' }).waitFor();
   assert.equal(await page.locator('article.message').count(), 70);
