@@ -30,12 +30,47 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
                 <HashedStylesheet id="glassbox" options=options.clone() />
                 <AutoReload options=options.clone() />
                 <HydrationScripts options />
+                <LazyRoutePreloads />
                 <MetaTags />
             </head>
             <body>
                 <App />
             </body>
         </html>
+    }
+}
+
+/// A page served by a lazy route (a trace page opened directly) preloads its wasm chunk and the
+/// chunk's loader, so they download beside the main bundle instead of after it has started.
+///
+/// leptos_axum 0.8.10 means to add these links itself, but it looks the split manifest up outside
+/// the app's owner and never finds it; `HydrationScripts` (just before this) has put it in
+/// context here. The manifest type is public but undocumented; the test that a direct open
+/// fetches the chunk once (end2end/tests/trace.test.mjs) notices if it changes.
+#[component]
+fn LazyRoutePreloads() -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    {
+        let lazy = use_context::<http::request::Parts>()
+            .is_some_and(|request| is_lazy_route(request.uri.path()));
+        let manifest = use_context::<leptos::WasmSplitManifest>()
+            .filter(|_| lazy)
+            .and_then(|manifest| manifest.0.try_get_value());
+        manifest.map(|(pkg, chunks, loader)| {
+            let chunks = chunks
+                .into_values()
+                .flatten()
+                .map(|chunk| {
+                    view! {
+                        <link rel="preload" href=format!("{pkg}/{chunk}.wasm") r#as="fetch" r#type="application/wasm" crossorigin="anonymous" />
+                    }
+                })
+                .collect_view();
+            view! {
+                {chunks}
+                <link rel="modulepreload" href=format!("{pkg}/{loader}") crossorigin="anonymous" />
+            }
+        })
     }
 }
 

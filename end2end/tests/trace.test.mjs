@@ -138,6 +138,33 @@ test('a stopped run\'s trace opens and says how it ended', async () => {
   await context.close();
 });
 
+test('a trace page opened directly preloads its chunk beside the main bundle, and fetches it once', async () => {
+  const { page, context, problems } = await openPage(browser);
+  await chat(page, 'scenario:work', 'Find the TODO once more');
+  const assistant = page.locator('.message.assistant[data-status="complete"]');
+  await assistant.waitFor({ timeout: 15_000 });
+  const href = await assistant.getByRole('link', { name: 'View trace' }).getAttribute('href');
+  const requested = [];
+  page.on('request', (r) => { if (r.url().includes('/pkg/')) requested.push(new URL(r.url()).pathname); });
+  const warnings = [];
+  page.on('console', (m) => { if (/preload/i.test(m.text())) warnings.push(m.text()); });
+  await page.goto(new URL(href, server.url).href);
+  await waitForHydration(page);
+  await page.getByRole('tab', { name: 'Inspector' }).click();
+  await page.locator('.inspector-entry').first().waitFor();
+  const preloads = await page.locator('head link[rel="preload"], head link[rel="modulepreload"]').evaluateAll(
+    (links) => links.map((link) => new URL(link.href).pathname),
+  );
+  assert.ok(preloads.some((path) => path.startsWith('/pkg/split_')), `the head preloads the chunk: ${preloads}`);
+  assert.ok(preloads.some((path) => path.startsWith('/pkg/__wasm_split.')), `and its loader: ${preloads}`);
+  const chunks = requested.filter((path) => path.startsWith('/pkg/split_'));
+  assert.equal(chunks.length, 1, `the chunk is fetched once (the preload is the fetch the loader uses): ${requested}`);
+  await page.waitForTimeout(3_500); // Chromium warns of an unused preload 3 s after load.
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('the trace page is a lazily loaded wasm chunk: a chat never fetches it, the trace page does', async () => {
   const { page, context, problems } = await openPage(browser);
   const wasm = [];
