@@ -58,6 +58,9 @@ pub enum Error {
     /// 500: a database failure; details are logged.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// 500: a failure of the SQLite writer's own connection (rusqlite); details are logged.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
     /// 500: anything else that should not happen; details are logged.
     #[error("internal error: {0}")]
     Internal(String),
@@ -79,7 +82,9 @@ impl Error {
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::TooBusy(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-            Error::Database(_) | Error::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Error::Database(_) | Error::Sqlite(_) | Error::Internal(_) => {
+                StatusCode::INTERNAL_SERVER_ERROR
+            }
         }
     }
 
@@ -98,14 +103,14 @@ impl Error {
             Error::UnsupportedMediaType => "unsupported_media_type",
             Error::TooBusy(_) => "too_many_runs",
             Error::Unavailable(_) => "storage_unavailable",
-            Error::Database(_) | Error::Internal(_) => "internal",
+            Error::Database(_) | Error::Sqlite(_) | Error::Internal(_) => "internal",
         }
     }
 
     /// What the client may read.
     pub fn public_message(&self) -> String {
         match self {
-            Error::Database(_) | Error::Internal(_) => {
+            Error::Database(_) | Error::Sqlite(_) | Error::Internal(_) => {
                 "Something went wrong on the server.".to_owned()
             }
             Error::Unavailable(_) => {

@@ -561,5 +561,13 @@ fn too_many_shares() -> Error {
 
 /// Whether the database refused a row because it broke a unique constraint.
 fn is_unique_violation(error: &Error) -> bool {
-    matches!(error, Error::Database(sqlx::Error::Database(database)) if database.is_unique_violation())
+    use rusqlite::ffi::{SQLITE_CONSTRAINT_PRIMARYKEY, SQLITE_CONSTRAINT_UNIQUE};
+    match error {
+        Error::Database(sqlx::Error::Database(database)) => database.is_unique_violation(),
+        Error::Sqlite(rusqlite::Error::SqliteFailure(failure, _)) => matches!(
+            failure.extended_code,
+            SQLITE_CONSTRAINT_UNIQUE | SQLITE_CONSTRAINT_PRIMARYKEY
+        ),
+        _ => false,
+    }
 }

@@ -10,6 +10,13 @@
 //! every commit is a round trip. A connection that breaks (PostgreSQL restarted, the network
 //! dropped) is opened again before the next transaction.
 //!
+//! On SQLite the writer's connection is rusqlite's, not sqlx's: sqlx runs each SQLite statement on
+//! a worker thread of its own, so every statement of every job was a hop between threads, and
+//! under a burst of new runs the hops were most of the writer's time (a start took 1-2 ms, most
+//! of it waiting to be scheduled). rusqlite runs the statement on the thread that calls it, here
+//! the writer's. Reads stay on sqlx's pool. PostgreSQL keeps sqlx: there each statement is a
+//! round trip anyway.
+//!
 //! Written here rather than taken from a library: sqlx has no group-commit queue, and the shape
 //! (jobs are closures over a connection, answered after the commit) is small.
 
@@ -20,7 +27,7 @@ use std::{
 };
 
 use futures::future::BoxFuture;
-use sqlx::{Connection, Executor, PgConnection, SqliteConnection};
+use sqlx::{Connection, Executor, PgConnection};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::error::{Error, Result};
@@ -37,7 +44,7 @@ pub trait Dialect: Send + Sync + 'static {
     fn execute<'c>(
         connection: &'c mut Self::Connection,
         sql: &'static str,
-    ) -> BoxFuture<'c, Result<(), sqlx::Error>>;
+    ) -> BoxFuture<'c, Result<()>>;
     fn close(connection: Self::Connection) -> BoxFuture<'static, ()>;
 }
 
@@ -45,18 +52,19 @@ pub struct Sqlite;
 pub struct Postgres;
 
 impl Dialect for Sqlite {
-    type Connection = SqliteConnection;
+    type Connection = rusqlite::Connection;
     const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    /// Runs at once, on the calling (writer's) thread: the future is ready when returned.
     fn execute<'c>(
-        connection: &'c mut SqliteConnection,
+        connection: &'c mut rusqlite::Connection,
         sql: &'static str,
-    ) -> BoxFuture<'c, Result<(), sqlx::Error>> {
-        Box::pin(async move { connection.execute(sql).await.map(drop) })
+    ) -> BoxFuture<'c, Result<()>> {
+        let done = connection.execute_batch(sql).map_err(Error::from);
+        Box::pin(std::future::ready(done))
     }
-    fn close(connection: SqliteConnection) -> BoxFuture<'static, ()> {
-        Box::pin(async move {
-            let _ = connection.close().await;
-        })
+    fn close(connection: rusqlite::Connection) -> BoxFuture<'static, ()> {
+        let _ = connection.close();
+        Box::pin(std::future::ready(()))
     }
 }
 
@@ -66,8 +74,8 @@ impl Dialect for Postgres {
     fn execute<'c>(
         connection: &'c mut PgConnection,
         sql: &'static str,
-    ) -> BoxFuture<'c, Result<(), sqlx::Error>> {
-        Box::pin(async move { connection.execute(sql).await.map(drop) })
+    ) -> BoxFuture<'c, Result<()>> {
+        Box::pin(async move { connection.execute(sql).await.map(drop).map_err(Error::from) })
     }
     fn close(connection: PgConnection) -> BoxFuture<'static, ()> {
         Box::pin(async move {

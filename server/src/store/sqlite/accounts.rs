@@ -1,6 +1,7 @@
 //! Accounts (`--auth password`): users with an argon2id hash, and sessions found by the SHA-256
 //! of their token. Reads go through the read pool; writes are jobs of the one writer.
 
+use rusqlite::{params, Connection};
 use sqlx::Row;
 
 use super::SqliteStore;
@@ -12,30 +13,7 @@ impl SqliteStore {
     /// Adds a user; a name already taken is a conflict.
     pub async fn add_user(&self, user: StoredUser, now: String) -> Result<()> {
         self.writer
-            .write(move |connection| {
-                Box::pin(async move {
-                    let taken = sqlx::query("SELECT 1 FROM users WHERE name = ?")
-                        .bind(&user.name)
-                        .fetch_optional(&mut *connection)
-                        .await?;
-                    if taken.is_some() {
-                        return Err(Error::Conflict(format!(
-                            "a user named '{}' exists",
-                            user.name
-                        )));
-                    }
-                    sqlx::query(
-                        "INSERT INTO users (user_id, name, password_hash, created_at) VALUES (?, ?, ?, ?)",
-                    )
-                    .bind(&user.user_id)
-                    .bind(&user.name)
-                    .bind(&user.password_hash)
-                    .bind(&now)
-                    .execute(&mut *connection)
-                    .await?;
-                    Ok(())
-                })
-            })
+            .write(move |connection| super::now(add_user_in(connection, &user, &now)))
             .await
     }
 
@@ -57,22 +35,18 @@ impl SqliteStore {
     ) -> Result<()> {
         self.writer
             .write(move |connection| {
-                Box::pin(async move {
-                    sqlx::query("DELETE FROM sessions WHERE expires_at <= ?")
-                        .bind(&now)
-                        .execute(&mut *connection)
-                        .await?;
-                    sqlx::query(
-                        "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                    )
-                    .bind(&token_hash)
-                    .bind(&user_id)
-                    .bind(&now)
-                    .bind(&expires_at)
-                    .execute(&mut *connection)
-                    .await?;
+                let created = (|| -> Result<()> {
+                    connection
+                        .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?")?
+                        .execute(params![now])?;
+                    connection
+                        .prepare_cached(
+                            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                        )?
+                        .execute(params![token_hash, user_id, now, expires_at])?;
                     Ok(())
-                })
+                })();
+                super::now(created)
             })
             .await
     }
@@ -98,14 +72,30 @@ impl SqliteStore {
     pub async fn delete_session(&self, token_hash: String) -> Result<()> {
         self.writer
             .write(move |connection| {
-                Box::pin(async move {
-                    sqlx::query("DELETE FROM sessions WHERE token_hash = ?")
-                        .bind(&token_hash)
-                        .execute(&mut *connection)
-                        .await?;
-                    Ok(())
-                })
+                let deleted = connection
+                    .prepare_cached("DELETE FROM sessions WHERE token_hash = ?")
+                    .and_then(|mut delete| delete.execute(params![token_hash]))
+                    .map(drop)
+                    .map_err(Error::from);
+                super::now(deleted)
             })
             .await
     }
+}
+
+fn add_user_in(tx: &Connection, user: &StoredUser, now: &str) -> Result<()> {
+    let taken = tx
+        .prepare_cached("SELECT 1 FROM users WHERE name = ?")?
+        .exists(params![user.name])?;
+    if taken {
+        return Err(Error::Conflict(format!(
+            "a user named '{}' exists",
+            user.name
+        )));
+    }
+    tx.prepare_cached(
+        "INSERT INTO users (user_id, name, password_hash, created_at) VALUES (?, ?, ?, ?)",
+    )?
+    .execute(params![user.user_id, user.name, user.password_hash, now])?;
+    Ok(())
 }

@@ -9,9 +9,10 @@ use std::{str::FromStr, sync::Arc, time::Duration};
 
 use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::{Event, Message};
+use rusqlite::{params, Connection, OptionalExtension};
 use sqlx::{
     sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous},
-    ConnectOptions, Row, SqliteConnection, SqlitePool,
+    Row, SqlitePool,
 };
 
 use super::{
@@ -48,19 +49,11 @@ impl SqliteStore {
             sqlx::migrate!("../migrations").run(&migrations).await?;
             migrations.close().await;
         }
-        let write_options = options
-            .clone()
-            .pragma(
-                "wal_autocheckpoint",
-                wal::WRITER_AUTOCHECKPOINT_PAGES.to_string(),
-            )
-            .pragma(
-                "journal_size_limit",
-                wal::JOURNAL_SIZE_LIMIT_BYTES.to_string(),
-            );
+        let path = options.get_filename().to_owned();
         let writer = Writer::start(Arc::new(move || {
-            let options = write_options.clone();
-            Box::pin(async move { options.connect().await })
+            let opened =
+                open_writer(&path).map_err(|error| sqlx::Error::Configuration(error.into()));
+            Box::pin(std::future::ready(opened))
         }))
         .await?;
         // Opened read-only: no path but the writer can write.
@@ -95,7 +88,7 @@ impl SqliteStore {
     /// run still going refuses another (409): the check and the insert are one transaction.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
         self.writer
-            .write(move |connection| Box::pin(async move { begin_run_in(connection, new).await }))
+            .write(move |connection| now(begin_run_in(connection, new)))
             .await
     }
 
@@ -106,7 +99,7 @@ impl SqliteStore {
             return Ok(());
         }
         self.writer
-            .write(move |connection| Box::pin(append_chunks_in(connection, chunks)))
+            .write(move |connection| now(append_chunks_in(connection, chunks)))
             .await
     }
 
@@ -114,7 +107,7 @@ impl SqliteStore {
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
     pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
         self.writer
-            .write(move |connection| Box::pin(finish_run_in(connection, owned)))
+            .write(move |connection| now(finish_run_in(connection, owned)))
             .await
     }
 
@@ -297,29 +290,51 @@ impl SqliteStore {
     pub async fn execute_as_writer(&self, sql: String) -> Result<u64> {
         self.writer
             .write(move |connection| {
-                Box::pin(async move {
-                    let done = sqlx::query(&sql).execute(&mut *connection).await?;
-                    Ok(done.rows_affected())
-                })
+                let done = (|| {
+                    let mut statement = connection.prepare(&sql)?;
+                    let mut rows = statement.raw_query();
+                    while rows.next()?.is_some() {}
+                    Ok(connection.changes())
+                })();
+                Box::pin(std::future::ready(done))
             })
             .await
     }
 }
 
-async fn update_message(tx: &mut SqliteConnection, message: &Message) -> Result<()> {
-    sqlx::query("UPDATE messages SET status = ?, body = ? WHERE id = ?")
-        .bind(message.status.as_str())
-        .bind(encode_message(message)?)
-        .bind(&message.id)
-        .execute(&mut *tx)
-        .await?;
+/// The writer's connection: the same file and settings as the read pool's (WAL, NORMAL sync,
+/// foreign keys, a 10 s busy timeout), and the WAL limits of [`wal`].
+fn open_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let connection = rusqlite::Connection::open(path)?;
+    connection.busy_timeout(Duration::from_secs(10))?;
+    connection.execute_batch(&format!(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
+         PRAGMA wal_autocheckpoint = {}; PRAGMA journal_size_limit = {};",
+        wal::WRITER_AUTOCHECKPOINT_PAGES,
+        wal::JOURNAL_SIZE_LIMIT_BYTES
+    ))?;
+    Ok(connection)
+}
+
+/// Runs a job's synchronous work as the writer's (already finished) future.
+fn now<'c, T: Send + 'c>(done: Result<T>) -> futures::future::BoxFuture<'c, Result<T>> {
+    Box::pin(std::future::ready(done))
+}
+
+fn update_message(tx: &Connection, message: &Message) -> Result<()> {
+    tx.prepare_cached("UPDATE messages SET status = ?, body = ? WHERE id = ?")?
+        .execute(params![
+            message.status.as_str(),
+            encode_message(message)?,
+            message.id
+        ])?;
     Ok(())
 }
 
-async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedRun> {
+fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
     let (conversation_id, model, history) = match &new.conversation_id {
         Some(id) => {
-            let (model, history) = continue_conversation(tx, &new, id).await?;
+            let (model, history) = continue_conversation(tx, &new, id)?;
             (id.clone(), model, history)
         }
         None => {
@@ -327,7 +342,17 @@ async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedR
                 .model
                 .clone()
                 .unwrap_or_else(|| new.default_model.clone());
-            (uuid::Uuid::new_v4().to_string(), model, Vec::new())
+            let id = uuid::Uuid::new_v4().to_string();
+            tx.prepare_cached("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")?
+                .execute(params![
+                    id,
+                    new.owner_id,
+                    title_for(&new.content),
+                    model,
+                    new.now,
+                    new.now
+                ])?;
+            (id, model, Vec::new())
         }
     };
     let position = history.len() as i64;
@@ -342,47 +367,34 @@ async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedR
         new.now.clone(),
     );
     assistant.trace_id = Some(new.trace_id.clone());
-    // The rows go in one request to SQLite's thread (several statements, binds in order): each
-    // request is a hop between threads, and under a burst of new runs the hops were what the
-    // writer spent its time on.
-    let new_conversation = new.conversation_id.is_none();
-    let sql = if new_conversation {
-        const CONVERSATION: &str = "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?);";
-        format!("{CONVERSATION}{BEGIN_RUN_ROWS}")
-    } else {
-        BEGIN_RUN_ROWS.to_owned()
-    };
-    let mut query = sqlx::query(&sql);
-    if new_conversation {
-        query = query
-            .bind(&conversation_id)
-            .bind(&new.owner_id)
-            .bind(title_for(&new.content))
-            .bind(&model)
-            .bind(&new.now)
-            .bind(&new.now);
-    }
+    let mut insert_message = tx.prepare_cached(
+        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )?;
     for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
-        query = query
-            .bind(&message.id)
-            .bind(&conversation_id)
-            .bind(position + offset as i64)
-            .bind(role_name(message))
-            .bind(message.status.as_str())
-            .bind(encode_message(message)?)
-            .bind(&message.created_at);
+        insert_message.execute(params![
+            message.id,
+            conversation_id,
+            position + offset as i64,
+            role_name(message),
+            message.status.as_str(),
+            encode_message(message)?,
+            message.created_at
+        ])?;
     }
-    query
-        .bind(&new.trace_id)
-        .bind(&new.run_id)
-        .bind(&conversation_id)
-        .bind(&new.assistant_message_id)
-        .bind(&new.user_message_id)
-        .bind(&model)
-        .bind(&new.now)
-        .bind(&new.now)
-        .execute(&mut *tx)
-        .await?;
+    tx.prepare_cached(
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+    )?
+    .execute(params![
+        new.trace_id,
+        new.run_id,
+        conversation_id,
+        new.assistant_message_id,
+        new.user_message_id,
+        model,
+        new.now,
+        new.now
+    ])?;
     Ok(StartedRun {
         conversation_id,
         model,
@@ -391,48 +403,34 @@ async fn begin_run_in(tx: &mut SqliteConnection, new: NewRun) -> Result<StartedR
     })
 }
 
-/// The user's and the assistant's messages, and the run's trace: the rows every run start writes.
-const BEGIN_RUN_ROWS: &str = "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?), (?, ?, ?, ?, ?, ?, ?);
-     INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
-     VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)";
-
 /// An existing conversation of the user's, with no run going: its model (the request's, when
 /// given, is stored) and its messages so far.
-async fn continue_conversation(
-    tx: &mut SqliteConnection,
+fn continue_conversation(
+    tx: &Connection,
     new: &NewRun,
     id: &str,
 ) -> Result<(String, Vec<Message>)> {
-    let row = sqlx::query("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")
-        .bind(id)
-        .bind(&new.owner_id)
-        .fetch_optional(&mut *tx)
-        .await?
+    let stored: String = tx
+        .prepare_cached("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")?
+        .query_row(params![id, new.owner_id], |row| row.get(0))
+        .optional()?
         .ok_or(Error::NotFound("conversation"))?;
-    let busy = sqlx::query(
-        "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
-    )
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if busy.is_some() {
+    let busy = tx
+        .prepare_cached(
+            "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
+        )?
+        .exists(params![id])?;
+    if busy {
         return Err(one_run_at_a_time());
     }
-    let stored: String = row.try_get("model")?;
     let model = new.model.clone().unwrap_or(stored);
-    sqlx::query("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")
-        .bind(&model)
-        .bind(&new.now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    let rows = sqlx::query("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
-    let history = rows
-        .iter()
-        .map(|row| decode_message(row.try_get("body")?))
+    tx.prepare_cached("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")?
+        .execute(params![model, new.now, id])?;
+    let mut statement =
+        tx.prepare_cached("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")?;
+    let bodies = statement.query_map(params![id], |row| row.get::<_, String>(0))?;
+    let history = bodies
+        .map(|body| decode_message(body?))
         .collect::<Result<Vec<_>>>()?;
     Ok((model, history))
 }
@@ -444,68 +442,65 @@ fn role_name(message: &Message) -> &'static str {
     }
 }
 
-async fn append_chunks_in(tx: &mut SqliteConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
-    // A few hundred rows per statement keeps far below SQLite's bound-parameter limit.
-    for rows in chunks.chunks(200) {
-        let mut builder = sqlx::QueryBuilder::new(
-            "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
-        );
-        builder.push_values(rows, |mut row, chunk| {
-            row.push_bind(chunk.trace_id.as_str())
-                .push_bind(chunk.first_seq as i64)
-                .push_bind(chunk.last_seq as i64)
-                .push_bind(chunk.events_json.as_str());
-        });
-        builder.build().execute(&mut *tx).await?;
+fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()> {
+    // One prepared statement, run per row: on the writer's thread a row costs microseconds.
+    let mut insert = tx.prepare_cached(
+        "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)",
+    )?;
+    for chunk in &chunks {
+        insert.execute(params![
+            chunk.trace_id,
+            sql_int(chunk.first_seq),
+            sql_int(chunk.last_seq),
+            chunk.events_json
+        ])?;
     }
     Ok(())
 }
 
-async fn finish_run_in(tx: &mut SqliteConnection, finished: OwnedFinish) -> Result<()> {
+fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
     let message = &finished.message;
     let usage = message.usage;
-    sqlx::query(
+    tx.prepare_cached(
         "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
              input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
              total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
          WHERE trace_id = ?",
-    )
-    .bind(&finished.events_json)
-    .bind(trace_status(message.status))
-    .bind(&finished.completed_at)
-    .bind(message.tool_calls().count() as i64)
-    .bind(usage.map(|u| sql_int(u.input_tokens)))
-    .bind(usage.map(|u| sql_int(u.output_tokens)))
-    .bind(usage.and_then(|u| u.reasoning_tokens).map(sql_int))
-    .bind(usage.map(|u| sql_int(u.input_tokens.saturating_add(u.output_tokens))))
-    .bind(sql_int(finished.duration_ms))
-    .bind(finished.cancelled_by)
-    .bind(finished.reason.as_deref())
-    .bind(finished.error_code.as_deref())
-    .bind(&finished.trace_id)
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query("DELETE FROM trace_event_chunks WHERE trace_id = ?")
-        .bind(&finished.trace_id)
-        .execute(&mut *tx)
-        .await?;
-    update_message(&mut *tx, message).await?;
+    )?
+    .execute(params![
+        finished.events_json,
+        trace_status(message.status),
+        finished.completed_at,
+        message.tool_calls().count() as i64,
+        usage.map(|u| sql_int(u.input_tokens)),
+        usage.map(|u| sql_int(u.output_tokens)),
+        usage.and_then(|u| u.reasoning_tokens).map(sql_int),
+        usage.map(|u| sql_int(u.input_tokens.saturating_add(u.output_tokens))),
+        sql_int(finished.duration_ms),
+        finished.cancelled_by,
+        finished.reason,
+        finished.error_code,
+        finished.trace_id
+    ])?;
+    tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
+        .execute(params![finished.trace_id])?;
+    update_message(tx, message)?;
+    let mut insert_turn = tx.prepare_cached(
+        "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, format, after_seq, request, response, started_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )?;
     for (index, turn) in finished.model_turns.iter().enumerate() {
-        sqlx::query(
-            "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, format, after_seq, request, response, started_at, completed_at)
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        )
-        .bind(&finished.trace_id)
-        .bind(index as i64)
-        .bind(&turn.model)
-        .bind(turn.format.as_str())
-        .bind(sql_int(turn.after_seq))
-        .bind(turn.request.to_string())
-        .bind(turn.response.to_string())
-        .bind(&turn.started_at)
-        .bind(&turn.completed_at)
-        .execute(&mut *tx)
-        .await?;
+        insert_turn.execute(params![
+            finished.trace_id,
+            index as i64,
+            turn.model,
+            turn.format.as_str(),
+            sql_int(turn.after_seq),
+            turn.request.to_string(),
+            turn.response.to_string(),
+            turn.started_at,
+            turn.completed_at
+        ])?;
     }
     Ok(())
 }

@@ -1,7 +1,7 @@
 //! Share links: read-only access to one trace for whoever holds the token (see `auth::Reader`).
 //! Reads go through the read pool; writes are jobs of the one writer.
 
-use sqlx::Row;
+use rusqlite::{params, Connection, OptionalExtension};
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
@@ -13,34 +13,7 @@ impl SqliteStore {
     /// [`MAX_SHARES_PER_TRACE`].
     pub async fn add_share(&self, share: TraceShare) -> Result<()> {
         self.writer
-            .write(move |connection| {
-                Box::pin(async move {
-                    let row = sqlx::query(
-                        "SELECT (SELECT COUNT(*) FROM trace_shares s WHERE s.trace_id = t.trace_id)
-                         AS links FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
-                         WHERE t.trace_id = ? AND c.owner_id = ?",
-                    )
-                    .bind(&share.trace_id)
-                    .bind(&share.owner_id)
-                    .fetch_optional(&mut *connection)
-                    .await?
-                    .ok_or(Error::NotFound("trace"))?;
-                    let links: i64 = row.try_get("links")?;
-                    if links >= MAX_SHARES_PER_TRACE as i64 {
-                        return Err(too_many_shares());
-                    }
-                    sqlx::query(
-                        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at) VALUES (?, ?, ?, ?)",
-                    )
-                    .bind(&share.token)
-                    .bind(&share.trace_id)
-                    .bind(&share.owner_id)
-                    .bind(&share.created_at)
-                    .execute(&mut *connection)
-                    .await?;
-                    Ok(())
-                })
-            })
+            .write(move |connection| super::now(add_share_in(connection, &share)))
             .await
     }
 
@@ -95,21 +68,43 @@ impl SqliteStore {
     ) -> Result<()> {
         self.writer
             .write(move |connection| {
-                Box::pin(async move {
-                    let deleted = sqlx::query(
+                let deleted = connection
+                    .prepare_cached(
                         "DELETE FROM trace_shares WHERE token = ? AND trace_id = ? AND owner_id = ?",
                     )
-                    .bind(&token)
-                    .bind(&trace_id)
-                    .bind(&owner_id)
-                    .execute(&mut *connection)
-                    .await?;
-                    if deleted.rows_affected() == 0 {
-                        return Err(Error::NotFound("share link"));
-                    }
-                    Ok(())
-                })
+                    .and_then(|mut delete| delete.execute(params![token, trace_id, owner_id]))
+                    .map_err(Error::from)
+                    .and_then(|deleted| match deleted {
+                        0 => Err(Error::NotFound("share link")),
+                        _ => Ok(()),
+                    });
+                super::now(deleted)
             })
             .await
     }
+}
+
+fn add_share_in(tx: &Connection, share: &TraceShare) -> Result<()> {
+    let links: i64 = tx
+        .prepare_cached(
+            "SELECT (SELECT COUNT(*) FROM trace_shares s WHERE s.trace_id = t.trace_id)
+             AS links FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.trace_id = ? AND c.owner_id = ?",
+        )?
+        .query_row(params![share.trace_id, share.owner_id], |row| row.get(0))
+        .optional()?
+        .ok_or(Error::NotFound("trace"))?;
+    if links >= MAX_SHARES_PER_TRACE as i64 {
+        return Err(too_many_shares());
+    }
+    tx.prepare_cached(
+        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at) VALUES (?, ?, ?, ?)",
+    )?
+    .execute(params![
+        share.token,
+        share.trace_id,
+        share.owner_id,
+        share.created_at
+    ])?;
+    Ok(())
 }
