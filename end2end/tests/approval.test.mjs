@@ -49,6 +49,8 @@ test('Approve runs the call and the answer says who approved it', async () => {
   const block = await askedIn(page);
   assert.match(await block.locator('.tool-args').innerText(), /"path": "\."/);
   assert.match(await block.locator('.tool-status').innerText(), /Waiting for approval/);
+  // Drawn, not a glyph: U+23F8 is missing from Chromium's fonts here and showed as a box.
+  assert.equal(await block.locator('.tool-status .pause svg').count(), 1);
   await block.getByRole('button', { name: 'Approve' }).click();
   await page.getByText('Done looking.').waitFor({ timeout: 15_000 });
   const done = page.locator('details.tool-call.success');

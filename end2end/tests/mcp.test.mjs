@@ -49,6 +49,8 @@ test('an MCP call shows its server and tool, streams its progress, and Stop ends
   await block.waitFor({ timeout: 15_000 });
   assert.equal(await block.locator('.tool-server').innerText(), 'everything');
   assert.match(await block.locator('.tool-name').innerText(), /trigger-long-running-operation/);
+  // The name shows once: no title line repeating `everything__trigger-long-running-operation`.
+  assert.doesNotMatch(await block.locator('summary').innerText(), /everything__/);
 
   const bar = block.locator('.tool-progress progress');
   await bar.waitFor({ timeout: 15_000 });

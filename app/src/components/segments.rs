@@ -332,7 +332,12 @@ pub fn ToolCallSegment(
     // thousands of closed blocks.
     let drawn = move || open() || opened.get();
     let (name, call_id) = call.with_untracked(|c| (c.name.clone(), c.call_id.clone()));
-    let title = move || call.with(|c| c.display.clone().unwrap_or_else(|| c.name.clone()));
+    // The display line ("Searching for 'TODO'…") when the tool gave one; the name follows anyway,
+    // so a call without one shows its name once (an MCP tool as its server and tool).
+    let title = move || {
+        call.with(|c| c.display.clone())
+            .map(|display| view! { <span class="tool-title">{display}</span> })
+    };
     let status_view = move || {
         let (status, duration) = call.with(|c| (c.status, c.duration_ms.map(format_duration)));
         tool_status(status, duration)
@@ -364,7 +369,7 @@ pub fn ToolCallSegment(
         >
             <summary>
                 <span class="segment-icon"><Icon name=tool_icon(&name) /></span>
-                <span class="tool-title">{title}</span>
+                {title}
                 {tool_name_view(&name)}
                 {status_view}
             </summary>
@@ -404,7 +409,7 @@ fn tool_status(status: ToolCallStatus, duration: Option<String>) -> AnyView {
         .into_any(),
         ToolCallStatus::AwaitingApproval => view! {
             <span class="tool-status">
-                <span class="pause" role="img" aria-label="awaiting approval">"⏸"</span>
+                <span class="pause" role="img" aria-label="awaiting approval"><Icon name="pause" /></span>
                 "Waiting for approval"
             </span>
         }
