@@ -503,98 +503,20 @@ fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item =
     })
 }
 
-async fn insert_message(
-    tx: &mut PgConnection,
-    conversation_id: &str,
-    position: i64,
-    message: &Message,
-) -> Result<()> {
-    let body = encode_message(message)?;
-    sqlx::query(
-        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at)
-         VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::timestamptz)",
-    )
-    .bind(&message.id)
-    .bind(conversation_id)
-    .bind(position)
-    .bind(match message.role {
-        app::protocol::Role::User => "user",
-        app::protocol::Role::Assistant => "assistant",
-    })
-    .bind(message.status.as_str())
-    .bind(jsonb_text(&body).as_ref())
-    .bind(&message.created_at)
-    .execute(&mut *tx)
-    .await?;
-    Ok(())
-}
-
 async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> Result<StartedRun> {
-    let (conversation_id, model) = match &new.conversation_id {
+    let (conversation_id, model, history) = match &new.conversation_id {
         Some(id) => {
-            let row =
-                sqlx::query("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
-                    .bind(id)
-                    .bind(&new.owner_id)
-                    .fetch_optional(&mut *tx)
-                    .await?
-                    .ok_or(Error::NotFound("conversation"))?;
-            // Checked here for a clear answer; the unique index on running traces is what holds
-            // when two instances start a run in the same conversation at once.
-            let busy = sqlx::query(
-                "SELECT 1 FROM agent_traces WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
-            )
-            .bind(id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            if busy.is_some() {
-                return Err(one_run_at_a_time());
-            }
-            let stored: String = row.try_get("model")?;
-            let model = new.model.clone().unwrap_or(stored);
-            sqlx::query(
-                "UPDATE conversations SET model = $1, updated_at = $2::timestamptz WHERE id = $3",
-            )
-            .bind(pg_text(&model).as_ref())
-            .bind(&new.now)
-            .bind(id)
-            .execute(&mut *tx)
-            .await?;
-            (id.clone(), model)
+            let (model, history) = continue_conversation(tx, &new, id).await?;
+            (id.clone(), model, history)
         }
         None => {
-            let id = uuid::Uuid::new_v4().to_string();
             let model = new
                 .model
                 .clone()
                 .unwrap_or_else(|| new.default_model.clone());
-            sqlx::query(
-                "INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5::timestamptz, $5::timestamptz)",
-            )
-            .bind(&id)
-            .bind(&new.owner_id)
-            .bind(pg_text(&title_for(&new.content)).as_ref())
-            .bind(pg_text(&model).as_ref())
-            .bind(&new.now)
-            .execute(&mut *tx)
-            .await?;
-            (id, model)
+            (uuid::Uuid::new_v4().to_string(), model, Vec::new())
         }
     };
-
-    let rows = sqlx::query(
-        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
-    )
-    .bind(&conversation_id)
-    .fetch_all(&mut *tx)
-    .await?;
-    let history = rows
-        .iter()
-        .map(|row| decode_message(row.try_get("body")?))
-        .collect::<Result<Vec<_>>>()?;
-    let position = history.len() as i64;
-
     let user_message = Message::user(
         new.user_message_id.clone(),
         new.content.clone(),
@@ -606,35 +528,93 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
         new.now.clone(),
     );
     assistant.trace_id = Some(new.trace_id.clone());
-    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
-        insert_message(
-            &mut *tx,
-            &conversation_id,
-            position + offset as i64,
-            message,
-        )
+    let (user_body, assistant_body) = (encode_message(&user_message)?, encode_message(&assistant)?);
+    // One statement for every row of the start: each statement is a round trip, and the writer
+    // makes them one after another (a new conversation took five, with the history it did not
+    // have). The foreign keys are checked at the end of the statement, after every row is in.
+    sqlx::query(BEGIN_RUN_ROWS)
+        .bind(&conversation_id)
+        .bind(&new.owner_id)
+        .bind(pg_text(&title_for(&new.content)).as_ref())
+        .bind(pg_text(&model).as_ref())
+        .bind(&new.now)
+        .bind(new.conversation_id.is_none())
+        .bind(&user_message.id)
+        .bind(history.len() as i64)
+        .bind(user_message.status.as_str())
+        .bind(jsonb_text(&user_body).as_ref())
+        .bind(&assistant.id)
+        .bind(assistant.status.as_str())
+        .bind(jsonb_text(&assistant_body).as_ref())
+        .bind(&new.trace_id)
+        .bind(&new.run_id)
+        .bind(instance_id)
+        .execute(&mut *tx)
         .await?;
-    }
-    sqlx::query(
-        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at, instance_id)
-         VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz, 'running', $7::timestamptz, $8)",
-    )
-    .bind(&new.trace_id)
-    .bind(&new.run_id)
-    .bind(&conversation_id)
-    .bind(&new.assistant_message_id)
-    .bind(&new.user_message_id)
-    .bind(pg_text(&model).as_ref())
-    .bind(&new.now)
-    .bind(instance_id)
-    .execute(&mut *tx)
-    .await?;
     Ok(StartedRun {
         conversation_id,
         model,
         history,
         user_message,
     })
+}
+
+/// A run start's rows: the conversation when it is new ($6), the user's and the assistant's
+/// messages, and the trace.
+const BEGIN_RUN_ROWS: &str = "WITH conversation AS (
+        INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
+        SELECT $1, $2, $3, $4, $5::timestamptz, $5::timestamptz WHERE $6::boolean
+    ), message_rows AS (
+        INSERT INTO messages (id, conversation_id, position, role, status, body, created_at)
+        VALUES ($7, $1, $8, 'user', $9, $10::jsonb, $5::timestamptz),
+               ($11, $1, $8 + 1, 'assistant', $12, $13::jsonb, $5::timestamptz)
+    )
+    INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at, instance_id)
+    VALUES ($14, $15, $1, $11, $7, $4, $5::timestamptz, 'running', $5::timestamptz, $16)";
+
+/// An existing conversation of the user's, with no run going: its model (the request's, when
+/// given, is stored) and its messages so far.
+async fn continue_conversation(
+    tx: &mut PgConnection,
+    new: &NewRun,
+    id: &str,
+) -> Result<(String, Vec<Message>)> {
+    let row = sqlx::query("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
+        .bind(id)
+        .bind(&new.owner_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .ok_or(Error::NotFound("conversation"))?;
+    // Checked here for a clear answer; the unique index on running traces is what holds when two
+    // instances start a run in the same conversation at once.
+    let busy = sqlx::query(
+        "SELECT 1 FROM agent_traces WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    if busy.is_some() {
+        return Err(one_run_at_a_time());
+    }
+    let stored: String = row.try_get("model")?;
+    let model = new.model.clone().unwrap_or(stored);
+    sqlx::query("UPDATE conversations SET model = $1, updated_at = $2::timestamptz WHERE id = $3")
+        .bind(pg_text(&model).as_ref())
+        .bind(&new.now)
+        .bind(id)
+        .execute(&mut *tx)
+        .await?;
+    let rows = sqlx::query(
+        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let history = rows
+        .iter()
+        .map(|row| decode_message(row.try_get("body")?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((model, history))
 }
 
 async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
