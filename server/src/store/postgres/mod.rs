@@ -340,16 +340,7 @@ impl PgStore {
             return Ok(None);
         };
         let summary = rows::summary(&row)?;
-        let rows = sqlx::query(
-            "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
-        )
-        .bind(id)
-        .fetch_all(&mut *tx)
-        .await?;
-        let messages = rows
-            .iter()
-            .map(|row| decode_message(row.try_get("body")?))
-            .collect::<Result<_>>()?;
+        let messages = messages_of(&mut tx, id).await?;
         let active_run = sqlx::query(
             "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = $1 AND status = 'running'
              ORDER BY started_at DESC LIMIT 1",
@@ -604,17 +595,20 @@ async fn continue_conversation(
         .bind(id)
         .execute(&mut *tx)
         .await?;
+    Ok((model, messages_of(tx, id).await?))
+}
+
+/// A conversation's messages, in order.
+async fn messages_of(tx: &mut PgConnection, conversation_id: &str) -> Result<Vec<Message>> {
     let rows = sqlx::query(
         "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
     )
-    .bind(id)
+    .bind(conversation_id)
     .fetch_all(&mut *tx)
     .await?;
-    let history = rows
-        .iter()
+    rows.iter()
         .map(|row| decode_message(row.try_get("body")?))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((model, history))
+        .collect()
 }
 
 async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
