@@ -117,11 +117,25 @@ test('a long conversation opens on its newest messages and loads the earlier one
   assert.equal(await page.locator('article.message').count(), 20, 'the newest page');
   // (textContent: the page opens at its end, and off-screen messages are not rendered.)
   assert.equal(await page.locator('article.message.user').first().textContent(), 'Question 25');
-  await page.getByRole('button', { name: 'Show earlier messages (50 more)' }).click();
+  const messages = page.locator('section.messages');
+  const firstInView = () => page.evaluate(() => {
+    const list = document.querySelector('section.messages');
+    const top = list.getBoundingClientRect().top;
+    return [...list.querySelectorAll('article.message.user')].find((m) => m.getBoundingClientRect().bottom > top)?.textContent;
+  });
+  // Scrolling up to the top loads the page before, once, above what the reader sees.
+  await messages.evaluate((element) => { element.scrollTop = 0; });
   await page.locator('article.message.user', { hasText: 'Question 15' }).waitFor();
-  assert.equal(await page.locator('article.message').count(), 40);
+  await page.waitForTimeout(500);
+  assert.equal(await page.locator('article.message').count(), 40, 'one page, not all of them');
+  assert.equal(await firstInView(), 'Question 25', 'the reader stays where they were');
+  // The button does the same (for the keyboard).
   await page.getByRole('button', { name: 'Show earlier messages (30 more)' }).click();
-  await page.getByRole('button', { name: 'Show earlier messages (10 more)' }).click();
+  await page.locator('article.message.user', { hasText: 'Question 5' }).waitFor();
+  for (let tries = 0; tries < 50 && (await page.locator('.load-earlier').count()); tries += 1) {
+    await messages.evaluate((element) => { element.scrollTop = 0; });
+    await page.waitForTimeout(100);
+  }
   await page.locator('article.message.user', { hasText: 'Question 0' }).waitFor();
   assert.equal(await page.locator('article.message').count(), 70);
   assert.equal(await page.locator('.load-earlier').count(), 0, 'nothing more to load');

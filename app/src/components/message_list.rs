@@ -51,22 +51,36 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
     .into_any()
 }
 
-/// A long conversation opens on its newest messages; older ones load a page at a time.
+/// A long conversation opens on its newest messages; older ones load a page at a time, when the
+/// reader scrolls up to them or presses the button.
 #[component]
 fn EarlierMessages(state: ChatState) -> impl IntoView {
     let loading = RwSignal::new(false);
-    let load = move |_| {
+    let button = NodeRef::<leptos::html::Button>::new();
+    let load = move || {
         let (Some(id), before) = (
             state.conversation_id.get_untracked(),
             state.earlier.get_untracked(),
         ) else {
             return;
         };
+        if loading.get_untracked() {
+            return;
+        }
         loading.set(true);
         #[cfg(feature = "hydrate")]
         leptos::task::spawn_local(async move {
             match crate::api::get_conversation(id, Some(before)).await {
-                Ok(Some(page)) => state.prepend(&page.messages, page.earlier),
+                Ok(Some(page)) => {
+                    // The messages on screen stay where they are; the new ones go in above them.
+                    // (Scroll anchoring does not do it at the very top, where this happens.)
+                    let keep = KeepPlace::take(button.get_untracked());
+                    state.prepend(&page.messages, page.earlier);
+                    leptos::task::tick().await;
+                    if let Some(keep) = keep {
+                        keep.hold();
+                    }
+                }
                 Ok(None) => state
                     .connection_error
                     .set(Some("This conversation no longer exists.".into())),
@@ -79,12 +93,82 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
         #[cfg(not(feature = "hydrate"))]
         let _ = (id, before);
     };
+    #[cfg(feature = "hydrate")]
+    {
+        let watcher = StoredValue::new_local(None::<super::when_visible::WhenVisible>);
+        Effect::new(move |_| {
+            if let Some(element) = button.get() {
+                let start = super::when_visible::WhenVisible::start(element.into(), "600px", load);
+                watcher.set_value(start);
+            }
+        });
+        // A page just loaded and the button is still in reach (short messages): load the next.
+        Effect::new(move |_| {
+            if !loading.get() {
+                watcher.with_value(|watcher| watcher.as_ref().map(|w| w.look_again()));
+            }
+        });
+        on_cleanup(move || {
+            let _ = watcher.try_update_value(|watcher| watcher.take());
+        });
+    }
     view! {
         <div class="earlier-messages">
-            <button type="button" class="load-earlier" on:click=load disabled=move || loading.get()>
+            <button
+                type="button"
+                class="load-earlier"
+                node_ref=button
+                on:click=move |_| load()
+                disabled=move || loading.get()
+            >
                 {move || format!("Show earlier messages ({} more)", state.earlier.get())}
             </button>
         </div>
+    }
+}
+
+/// Where the reader is: the first message now in the list and how far it is from the list's
+/// top, to be kept while earlier messages go in above it.
+#[cfg(feature = "hydrate")]
+#[derive(Clone)]
+struct KeepPlace {
+    list: web_sys::Element,
+    first: web_sys::Element,
+    offset: f64,
+}
+
+#[cfg(feature = "hydrate")]
+impl KeepPlace {
+    fn take(button: Option<web_sys::HtmlButtonElement>) -> Option<Self> {
+        let list = button?.closest("section.messages").ok()??;
+        let first = list.query_selector("article.message").ok()??;
+        let offset = first.get_bounding_client_rect().top();
+        Some(KeepPlace {
+            list,
+            first,
+            offset,
+        })
+    }
+
+    /// Puts the first message back over the next three frames: the messages that went in above
+    /// start at their placeholder height (`content-visibility`) and take their own once they are
+    /// near the screen, which moves everything below them. The first time is just before the
+    /// next paint, not in the task that inserted the messages, so the layout that reading the
+    /// positions forces is the frame's own and does not lengthen that task.
+    fn hold(self) {
+        request_animation_frame(move || {
+            self.restore();
+            request_animation_frame(move || {
+                self.restore();
+                request_animation_frame(move || self.restore());
+            });
+        });
+    }
+
+    fn restore(&self) {
+        let moved = self.first.get_bounding_client_rect().top() - self.offset;
+        self.list
+            .set_scroll_top(self.list.scroll_top() + moved.round() as i32);
     }
 }
 

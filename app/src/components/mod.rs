@@ -14,6 +14,8 @@ pub mod segments;
 mod settings_panel;
 pub mod share;
 mod sidebar;
+#[cfg(feature = "hydrate")]
+mod when_visible;
 
 pub use composer::Composer;
 
