@@ -612,24 +612,28 @@ async fn messages_of(tx: &mut PgConnection, conversation_id: &str) -> Result<Vec
 }
 
 async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {
-    // A few hundred rows per statement keeps far below PostgreSQL's bound-parameter limit.
-    for rows in chunks.chunks(200) {
-        let mut builder = sqlx::QueryBuilder::<sqlx::Postgres>::new(
-            "INSERT INTO trace_event_chunks (trace_id, first_seq, last_seq, events) ",
-        );
-        builder.push_values(rows, |mut row, chunk| {
-            row.push_bind(chunk.trace_id.clone())
-                .push_bind(chunk.first_seq as i64)
-                .push_bind(chunk.last_seq as i64)
-                .push_bind(jsonb_text(&chunk.events_json).into_owned())
-                .push_unseparated("::jsonb");
-        });
-        builder.push(
-            " ON CONFLICT (trace_id, first_seq) DO UPDATE
-              SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events",
-        );
-        builder.build().execute(&mut *tx).await?;
+    // One statement over arrays, whatever the number of rows: the same text each time, so
+    // PostgreSQL parses and plans it once per connection (a VALUES list of n rows was a new
+    // statement for each n, parsed and planned at every checkpoint).
+    let mut columns = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for chunk in &chunks {
+        columns.0.push(chunk.trace_id.as_str());
+        columns.1.push(sql_int(chunk.first_seq));
+        columns.2.push(sql_int(chunk.last_seq));
+        columns.3.push(jsonb_text(&chunk.events_json));
     }
+    sqlx::query(
+        "INSERT INTO trace_event_chunks (trace_id, first_seq, last_seq, events)
+         SELECT t, f, l, e::jsonb FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::text[]) AS x(t, f, l, e)
+         ON CONFLICT (trace_id, first_seq) DO UPDATE
+         SET last_seq = EXCLUDED.last_seq, events = EXCLUDED.events",
+    )
+    .bind(columns.0)
+    .bind(columns.1)
+    .bind(columns.2)
+    .bind(columns.3.iter().map(AsRef::as_ref).collect::<Vec<&str>>())
+    .execute(&mut *tx)
+    .await?;
     // Readers on other instances learn of new events when this transaction commits.
     let (traces, seqs): (Vec<String>, Vec<i64>) = chunks
         .iter()
