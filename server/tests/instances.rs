@@ -33,6 +33,14 @@ async fn start(client: &reqwest::Client, base: &str, body: Value) -> (u16, Value
     (status, response.json().await.expect("JSON"))
 }
 
+/// Starts a run that must be accepted (201): what the start answered, and the run's id.
+async fn start_ok(client: &reqwest::Client, base: &str, body: Value) -> (Value, String) {
+    let (status, started) = start(client, base, body).await;
+    assert_eq!(status, 201, "{started}");
+    let run_id = started["run_id"].as_str().expect("run").to_owned();
+    (started, run_id)
+}
+
 async fn follow(
     client: &reqwest::Client,
     base: &str,
@@ -71,14 +79,12 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
     let client = reqwest::Client::new();
 
     // Read on B, then resume on B after a disconnect: no duplicate, no gap.
-    let (status, started) = start(
+    let (started, run_id) = start_ok(
         &client,
         &a.base,
         json!({"content": "one", "model": "scenario:slow"}),
     )
     .await;
-    assert_eq!(status, 201, "{started}");
-    let run_id = started["run_id"].as_str().expect("run").to_owned();
     let mut on_b = follow(&client, &b.base, &run_id, None).await;
     let mut first = Vec::new();
     while first.len() < 5 {
@@ -206,14 +212,13 @@ async fn an_approval_answered_on_another_instance_reaches_the_run() {
     let a = launch(&dir, &["--instance-id", "a", "--providers-file", &file]).await;
     let b = launch(&dir, &["--instance-id", "b", "--providers-file", &file]).await;
     let client = reqwest::Client::new();
-    let (_, started) = start(
+    let (_, run_id) = start_ok(
         &client,
         &a.base,
         json!({"content": "ls", "model": "scenario:ask"}),
     )
     .await;
-    let run_id = started["run_id"].as_str().expect("run");
-    let mut stream = follow(&client, &b.base, run_id, None).await;
+    let mut stream = follow(&client, &b.base, &run_id, None).await;
     let events = stream
         .until(|event| is_type(event, "tool_approval_requested"))
         .await;
@@ -304,15 +309,16 @@ async fn a_reader_on_another_instance_keeps_to_the_shared_fetch() {
     let a = launch(&dir, &["--instance-id", "a"]).await;
     let b = launch(&dir, &["--instance-id", "b"]).await;
     let client = reqwest::Client::new();
-    let (status, started) = start(
+    let (_, run_id) = start_ok(
         &client,
         &a.base,
         json!({"content": "go", "model": "scenario:steady"}),
     )
     .await;
-    assert_eq!(status, 201, "{started}");
-    let run_id = started["run_id"].as_str().expect("run");
-    let events = follow(&client, &b.base, run_id, None).await.collect().await;
+    let events = follow(&client, &b.base, &run_id, None)
+        .await
+        .collect()
+        .await;
     let deltas = events.iter().filter(|e| is_type(e, "text_delta")).count();
     assert!(deltas >= 40, "{deltas} deltas");
     the_terminal_event(&events);

@@ -76,7 +76,6 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
                     // (Scroll anchoring does not do it at the very top, where this happens.)
                     let keep = KeepPlace::take(button.get_untracked());
                     state.prepend(&page.messages, page.earlier);
-                    leptos::task::tick().await;
                     if let Some(keep) = keep {
                         keep.hold();
                     }
@@ -105,7 +104,11 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
         // A page just loaded and the button is still in reach (short messages): load the next.
         Effect::new(move |_| {
             if !loading.get() {
-                watcher.with_value(|watcher| watcher.as_ref().map(|w| w.look_again()));
+                watcher.with_value(|watcher| {
+                    if let Some(watcher) = watcher {
+                        watcher.look_again();
+                    }
+                });
             }
         });
         on_cleanup(move || {

@@ -12,8 +12,7 @@ use crate::store::StoredUser;
 impl SqliteStore {
     /// Adds a user; a name already taken is a conflict.
     pub async fn add_user(&self, user: StoredUser, now: String) -> Result<()> {
-        self.writer
-            .write(move |connection| super::now(add_user_in(connection, &user, &now)))
+        self.write(move |connection| add_user_in(connection, &user, &now))
             .await
     }
 
@@ -33,22 +32,18 @@ impl SqliteStore {
         now: String,
         expires_at: String,
     ) -> Result<()> {
-        self.writer
-            .write(move |connection| {
-                let created = (|| -> Result<()> {
-                    connection
-                        .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?")?
-                        .execute(params![now])?;
-                    connection
-                        .prepare_cached(
-                            "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
-                        )?
-                        .execute(params![token_hash, user_id, now, expires_at])?;
-                    Ok(())
-                })();
-                super::now(created)
-            })
-            .await
+        self.write(move |connection| {
+            connection
+                .prepare_cached("DELETE FROM sessions WHERE expires_at <= ?")?
+                .execute(params![now])?;
+            connection
+                .prepare_cached(
+                    "INSERT INTO sessions (token_hash, user_id, created_at, expires_at) VALUES (?, ?, ?, ?)",
+                )?
+                .execute(params![token_hash, user_id, now, expires_at])?;
+            Ok(())
+        })
+        .await
     }
 
     /// The user (id, name) of a session that has not expired by `now`.
@@ -70,16 +65,13 @@ impl SqliteStore {
     }
 
     pub async fn delete_session(&self, token_hash: String) -> Result<()> {
-        self.writer
-            .write(move |connection| {
-                let deleted = connection
-                    .prepare_cached("DELETE FROM sessions WHERE token_hash = ?")
-                    .and_then(|mut delete| delete.execute(params![token_hash]))
-                    .map(drop)
-                    .map_err(Error::from);
-                super::now(deleted)
-            })
-            .await
+        self.write(move |connection| {
+            connection
+                .prepare_cached("DELETE FROM sessions WHERE token_hash = ?")?
+                .execute(params![token_hash])?;
+            Ok(())
+        })
+        .await
     }
 }
 

@@ -87,8 +87,7 @@ impl SqliteStore {
     /// and its assistant message (status `streaming`), all in one write. A conversation with a
     /// run still going refuses another (409): the check and the insert are one transaction.
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
-        self.writer
-            .write(move |connection| now(begin_run_in(connection, new)))
+        self.write(move |connection| begin_run_in(connection, new))
             .await
     }
 
@@ -98,16 +97,14 @@ impl SqliteStore {
         if chunks.is_empty() {
             return Ok(());
         }
-        self.writer
-            .write(move |connection| now(append_chunks_in(connection, chunks)))
+        self.write(move |connection| append_chunks_in(connection, chunks))
             .await
     }
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
     pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
-        self.writer
-            .write(move |connection| now(finish_run_in(connection, owned)))
+        self.write(move |connection| finish_run_in(connection, owned))
             .await
     }
 
@@ -288,16 +285,23 @@ impl SqliteStore {
     /// Runs one SQL statement through the writer: for tests that change rows on purpose and
     /// for maintenance (`PRAGMA wal_checkpoint`).
     pub async fn execute_as_writer(&self, sql: String) -> Result<u64> {
+        self.write(move |connection| {
+            let mut statement = connection.prepare(&sql)?;
+            let mut rows = statement.raw_query();
+            while rows.next()?.is_some() {}
+            Ok(connection.changes())
+        })
+        .await
+    }
+
+    /// Runs `work` on the writer's connection in its next transaction ([`Writer::write`]). On
+    /// SQLite the work is synchronous: it runs on the writer's own thread, with no hop.
+    pub(super) async fn write<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
         self.writer
-            .write(move |connection| {
-                let done = (|| {
-                    let mut statement = connection.prepare(&sql)?;
-                    let mut rows = statement.raw_query();
-                    while rows.next()?.is_some() {}
-                    Ok(connection.changes())
-                })();
-                Box::pin(std::future::ready(done))
-            })
+            .write(move |connection| Box::pin(std::future::ready(work(connection))))
             .await
     }
 }
@@ -314,11 +318,6 @@ fn open_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection>
         wal::JOURNAL_SIZE_LIMIT_BYTES
     ))?;
     Ok(connection)
-}
-
-/// Runs a job's synchronous work as the writer's (already finished) future.
-fn now<'c, T: Send + 'c>(done: Result<T>) -> futures::future::BoxFuture<'c, Result<T>> {
-    Box::pin(std::future::ready(done))
 }
 
 fn update_message(tx: &Connection, message: &Message) -> Result<()> {

@@ -12,8 +12,7 @@ impl SqliteStore {
     /// Adds a link to a trace of `share.owner_id`: `NotFound` for anyone else's trace, 429 past
     /// [`MAX_SHARES_PER_TRACE`].
     pub async fn add_share(&self, share: TraceShare) -> Result<()> {
-        self.writer
-            .write(move |connection| super::now(add_share_in(connection, &share)))
+        self.write(move |connection| add_share_in(connection, &share))
             .await
     }
 
@@ -66,21 +65,18 @@ impl SqliteStore {
         trace_id: String,
         token: String,
     ) -> Result<()> {
-        self.writer
-            .write(move |connection| {
-                let deleted = connection
-                    .prepare_cached(
-                        "DELETE FROM trace_shares WHERE token = ? AND trace_id = ? AND owner_id = ?",
-                    )
-                    .and_then(|mut delete| delete.execute(params![token, trace_id, owner_id]))
-                    .map_err(Error::from)
-                    .and_then(|deleted| match deleted {
-                        0 => Err(Error::NotFound("share link")),
-                        _ => Ok(()),
-                    });
-                super::now(deleted)
-            })
-            .await
+        self.write(move |connection| {
+            let deleted = connection
+                .prepare_cached(
+                    "DELETE FROM trace_shares WHERE token = ? AND trace_id = ? AND owner_id = ?",
+                )?
+                .execute(params![token, trace_id, owner_id])?;
+            match deleted {
+                0 => Err(Error::NotFound("share link")),
+                _ => Ok(()),
+            }
+        })
+        .await
     }
 }
 
