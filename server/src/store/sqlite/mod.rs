@@ -309,7 +309,7 @@ impl SqliteStore {
 /// The writer's connection: the same file and settings as the read pool's (WAL, NORMAL sync,
 /// foreign keys, a 10 s busy timeout), and the WAL limits of [`wal`]. Its temporary files stay in
 /// memory: each job's savepoint keeps a statement journal, which SQLite otherwise spills to a new
-/// temporary file past 64 KiB, so a checkpoint of 1,000 runs created, wrote and deleted ten
+/// temporary file past 64 KiB, so a checkpoint of 1,000 runs created, wrote and deleted about nine
 /// files, half the writer's `pwrite` calls (docs/benchmarks.md).
 fn open_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
     let connection = rusqlite::Connection::open(path)?;

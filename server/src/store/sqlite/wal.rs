@@ -15,8 +15,8 @@
 //! from its beginning until it reaches that bound. Then the writer's own checkpoint copies what
 //! the passive ones have not yet copied and syncs both files, while every queued run start
 //! waits. Every [`INTERVAL`], that rest is small: with 500 ms it was a 45-50 ms stall of the
-//! writer one second into a burst of 1,000 starts, the first event p99 of every other burst
-//! (docs/benchmarks.md); with 100 ms the stall is about 15 ms.
+//! writer one second into a burst of 1,000 starts, the first event p99 of most bursts
+//! (docs/benchmarks.md); with 100 ms the stall is 15-17 ms.
 
 use std::time::Duration;
 
