@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, burst (beside the Node.js reference), cancel, resume, crash, storage, instances, micro, browser, bundle).
+# (streams, burst (beside the Node.js reference), cancel, resume, crash, storage, instances, micro,
+# browser, bundle, floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -80,5 +81,26 @@ if run bundle; then
       const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
       console.log(`${process.argv[1]}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
     ' "$file"
+  done
+fi
+if run floor; then
+  log "the floor: the smallest Leptos app with hydration, the router, a server function and markdown (bench/wasm-floor)"
+  floor_dir="$PWD/target/wasm-floor"
+  for features in "" router server-fn markdown; do
+    (cd bench/wasm-floor && CARGO_TARGET_DIR="$floor_dir" cargo build --lib --locked --quiet \
+      --target wasm32-unknown-unknown --profile wasm-release ${features:+--features "$features"})
+    rm -rf "$floor_dir/pkg"
+    wasm-bindgen --target web --no-typescript --out-dir "$floor_dir/pkg" \
+      "$floor_dir/wasm32-unknown-unknown/wasm-release/wasm_floor.wasm"
+    # The flags cargo-leptos 0.3.10 gives wasm-opt for a release build.
+    wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
+      "$floor_dir/pkg/wasm_floor_bg.wasm" -o "$floor_dir/pkg/floor.wasm"
+    node -e '
+      const fs = require("fs"), zlib = require("zlib");
+      const bytes = fs.readFileSync(process.argv[1]);
+      const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
+      const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+      console.log(`floor ${process.argv[2] || "(a component and a signal)"}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
+    ' "$floor_dir/pkg/floor.wasm" "$features"
   done
 fi
