@@ -4,6 +4,7 @@
 
 pub mod api;
 pub mod components;
+pub mod json;
 pub mod models;
 pub mod pages;
 pub mod protocol;

@@ -136,10 +136,12 @@ mod browser {
             .await
             .map_err(|error| format!("Could not reach the server: {error}"))?;
         if response.ok() {
-            response.json().await.map_err(|error| error.to_string())
+            crate::json::read(&response)
+                .await
+                .map_err(|error| error.to_string())
         } else {
             let status = response.status();
-            match response.json::<ApiError>().await {
+            match crate::json::read::<ApiError>(&response).await {
                 Ok(error) => Err(error.message),
                 Err(_) => Err(format!("The server answered {status}")),
             }

@@ -456,7 +456,7 @@ impl SseSource {
             let Some(text) = message.data().as_string() else {
                 return;
             };
-            match serde_json::from_str::<Event>(&text) {
+            match crate::json::parse::<Event>(&text) {
                 Ok(event) => feed.push([event]),
                 Err(_) => leptos::logging::warn!("ignoring an event that does not parse"),
             }

@@ -102,7 +102,7 @@ mod browser {
         struct Body {
             message: String,
         }
-        match response.json::<Body>().await {
+        match crate::json::read::<Body>(&response).await {
             Ok(body) => body.message,
             Err(_) => format!("the server answered {}", response.status()),
         }
@@ -115,7 +115,9 @@ mod browser {
     ) {
         leptos::task::spawn_local(async move {
             let answer = match Request::get(&url(&trace_id)).send().await {
-                Ok(response) if response.ok() => response.json::<Vec<ShareLink>>().await.ok(),
+                Ok(response) if response.ok() => {
+                    crate::json::read::<Vec<ShareLink>>(&response).await.ok()
+                }
                 Ok(response) => {
                     error.set(Some(failure(response).await));
                     return;
@@ -136,13 +138,15 @@ mod browser {
     ) {
         leptos::task::spawn_local(async move {
             match Request::post(&url(&trace_id)).send().await {
-                Ok(response) if response.ok() => match response.json::<ShareLink>().await {
-                    Ok(link) => {
-                        error.set(None);
-                        links.update(|links| links.push(link));
+                Ok(response) if response.ok() => {
+                    match crate::json::read::<ShareLink>(&response).await {
+                        Ok(link) => {
+                            error.set(None);
+                            links.update(|links| links.push(link));
+                        }
+                        Err(_) => error.set(Some("Could not read the new link.".into())),
                     }
-                    Err(_) => error.set(Some("Could not read the new link.".into())),
-                },
+                }
                 Ok(response) => error.set(Some(failure(response).await)),
                 Err(_) => error.set(Some("Could not reach the server.".into())),
             }

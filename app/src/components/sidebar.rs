@@ -5,7 +5,7 @@ use crate::models::ConversationSummary;
 /// The conversation list, newest first, with a way to start a new chat.
 #[component]
 pub fn Sidebar(
-    conversations: Resource<Result<Vec<ConversationSummary>, ServerFnError>>,
+    conversations: crate::json::Resource<Result<Vec<ConversationSummary>, ServerFnError>>,
     active: Memo<Option<String>>,
 ) -> impl IntoView {
     view! {
@@ -55,7 +55,7 @@ pub fn Sidebar(
 /// Who is signed in, and Sign out (only with accounts: `--auth password` or `proxy`).
 #[component]
 fn Account() -> impl IntoView {
-    let user = OnceResource::new(crate::api::current_user());
+    let user = crate::json::OnceResource::new_with_options(crate::api::current_user(), false);
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

@@ -4,6 +4,7 @@ use leptos_router::hooks::use_params_map;
 use crate::api::{get_conversation, list_conversations, list_models};
 use crate::components::live::LiveRun;
 use crate::components::{ChatState, Composer, MessageList, Sidebar};
+use crate::json;
 use crate::models::{Conversation, ModelList};
 
 /// The chat shell: conversations on the left, the open conversation and the composer on the right.
@@ -12,11 +13,12 @@ pub fn ChatPage() -> impl IntoView {
     let params = use_params_map();
     let conversation_id = Memo::new(move |_| params.read().get("id"));
     let conversations_changed = RwSignal::new(0u32);
-    let conversations = Resource::new(
+    let conversations = json::Resource::new_with_options(
         move || conversations_changed.get(),
         |_| list_conversations(),
+        false,
     );
-    let conversation = Resource::new(
+    let conversation = json::Resource::new_with_options(
         move || conversation_id.get(),
         |id| async move {
             let models = list_models().await?;
@@ -26,6 +28,7 @@ pub fn ChatPage() -> impl IntoView {
             };
             Ok::<_, ServerFnError>((conversation, models))
         },
+        false,
     );
 
     // Below 800 px the sidebar is a drawer behind the menu button (style/glassbox.css).

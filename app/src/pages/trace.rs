@@ -9,6 +9,7 @@ use leptos_router::{
 };
 
 use crate::api::{get_inspector, get_model_turns, get_trace_overview};
+use crate::json;
 use std::{cell::RefCell, rc::Rc};
 
 use crate::components::feed::{MessageModel, ReplayCursor};
@@ -22,7 +23,7 @@ use crate::protocol::{parse_rfc3339_millis, Message, MessageStatus, Segment};
 /// when the page is opened. `data` starts the page's request at the same time, so the two load
 /// side by side instead of one after the other.
 pub struct TracePage {
-    trace: Resource<Result<Option<TraceOverview>, ServerFnError>>,
+    trace: json::Resource<Result<Option<TraceOverview>, ServerFnError>>,
     /// The token of the share link the page was opened with (`?share=`): read-only, for anyone.
     share: Option<String>,
 }
@@ -35,9 +36,10 @@ impl LazyRoute for TracePage {
         let share = use_query_map().read_untracked().get("share");
         let token = share.clone();
         Self {
-            trace: Resource::new(
+            trace: json::Resource::new_with_options(
                 move || trace_id.get(),
                 move |trace_id| get_trace_overview(trace_id, token.clone()),
+                false,
             ),
             share,
         }
@@ -411,10 +413,14 @@ struct Bar {
 #[component]
 fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
     let trace = &overview.trace;
-    let turns = Resource::new(move || (), {
-        let trace_id = trace.trace_id.clone();
-        move |_| get_model_turns(trace_id.clone(), share.clone())
-    });
+    let turns = json::Resource::new_with_options(
+        move || (),
+        {
+            let trace_id = trace.trace_id.clone();
+            move |_| get_model_turns(trace_id.clone(), share.clone())
+        },
+        false,
+    );
     let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
     let last = overview.last_event_ms.unwrap_or(origin);
     let end = trace
@@ -544,9 +550,10 @@ fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
 /// The Agent Inspector: every entry as a drop-down; long strings in multi-line boxes.
 #[component]
 fn InspectorView(trace_id: String, share: Option<String>) -> impl IntoView {
-    let entries = Resource::new(
+    let entries = json::Resource::new_with_options(
         move || trace_id.clone(),
         move |trace_id| get_inspector(trace_id, share.clone()),
+        false,
     );
     view! {
         <div class="inspector">
@@ -631,7 +638,7 @@ fn InspectorEntry(index: usize, entry: serde_json::Value) -> impl IntoView {
                         .into_iter()
                         .map(|call| {
                             let name = as_text(&call["function"]["name"]);
-                            let arguments: serde_json::Value = serde_json::from_str(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or_default();
+                            let arguments: serde_json::Value = json::parse(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or_default();
                             let pairs: Vec<(String, String)> = arguments.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), as_text(v))).collect()).unwrap_or_default();
                             view! {
                                 <div class="inspector-call">
