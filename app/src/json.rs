@@ -1,9 +1,10 @@
 //! Every JSON the browser reads goes through one parser: serde_json's over bytes, the one server
 //! functions use for their answers. Each type's deserializer is compiled once per kind of parser
-//! input, so `from_str` (Leptos's default resource codec, gloo-net's `json()`) beside
+//! input, so `from_str` (Leptos's JSON codec for resources, gloo-net's `json()`) beside
 //! `from_slice` compiled every deserializer twice: 74 KB of the bundle's code before `wasm-opt`
-//! (docs/benchmarks.md, "Bundle size"). Written here because neither library lets us choose its
-//! parser; the format is the same JSON.
+//! (docs/benchmarks.md, "Bundle size"). The codec is written here because Leptos's JSON codec
+//! reads text with `from_str`; the JSON is the same. `app/clippy.toml` turns the four calls that
+//! would bring the second parser back into clippy errors.
 
 use leptos::server::codee::{Decoder, Encoder};
 use serde::{de::DeserializeOwned, Serialize};
