@@ -14,6 +14,17 @@ log "cargo build --release -p bench (the load generator)"
 cargo build --release -p bench --bin loadgen --locked
 loadgen() { target/release/loadgen --binary "$GLASSBOX_BIN" "$@"; }
 
+# Prints a file's size raw, as gzip -9 and as brotli 11 (node's zlib): sizes LABEL FILE.
+sizes() {
+  node -e '
+    const fs = require("fs"), zlib = require("zlib");
+    const bytes = fs.readFileSync(process.argv[2]);
+    const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
+    const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
+    console.log(`${process.argv[1]}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
+  ' "$1" "$2"
+}
+
 wanted="${1:-all}"
 run() { [ "$wanted" = all ] || [ "$wanted" = "$1" ]; }
 
@@ -74,13 +85,7 @@ if run bundle; then
   # With --split: the lazily loaded chunks (split_*.wasm) and their loader (__wasm_split.*.js).
   for file in target/site/pkg/glassbox*.wasm target/site/pkg/split_*.wasm target/site/pkg/glassbox*.js \
     target/site/pkg/__wasm_split.*.js target/site/pkg/glassbox*.css; do
-    node -e '
-      const fs = require("fs"), zlib = require("zlib");
-      const bytes = fs.readFileSync(process.argv[1]);
-      const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
-      const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
-      console.log(`${process.argv[1]}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
-    ' "$file"
+    sizes "$file" "$file"
   done
 fi
 if run floor; then
@@ -95,12 +100,6 @@ if run floor; then
     # The flags cargo-leptos 0.3.10 gives wasm-opt for a release build.
     wasm-opt -Oz --enable-bulk-memory --enable-nontrapping-float-to-int \
       "$floor_dir/pkg/wasm_floor_bg.wasm" -o "$floor_dir/pkg/floor.wasm"
-    node -e '
-      const fs = require("fs"), zlib = require("zlib");
-      const bytes = fs.readFileSync(process.argv[1]);
-      const gzip = zlib.gzipSync(bytes, { level: 9 }).length;
-      const brotli = zlib.brotliCompressSync(bytes, { params: { [zlib.constants.BROTLI_PARAM_QUALITY]: 11 } }).length;
-      console.log(`floor ${process.argv[2] || "(a component and a signal)"}: raw ${bytes.length} B, gzip ${gzip} B, brotli ${brotli} B`);
-    ' "$floor_dir/pkg/floor.wasm" "$features"
+    sizes "floor ${features:-(a component and a signal)}" "$floor_dir/pkg/floor.wasm"
   done
 fi
