@@ -89,9 +89,9 @@ if run bundle; then
   done
 fi
 if run floor; then
-  log "the floor: the smallest Leptos app with hydration, the router, a server function and markdown (bench/wasm-floor)"
+  log "the floor: the smallest Leptos app with hydration, the router, a server function and markdown, and the same in islands mode (bench/wasm-floor)"
   floor_dir="$PWD/target/wasm-floor"
-  for features in "" router server-fn markdown; do
+  for features in "" router server-fn markdown islands; do
     (cd bench/wasm-floor && CARGO_TARGET_DIR="$floor_dir" cargo build --lib --locked --quiet \
       --target wasm32-unknown-unknown --profile wasm-release ${features:+--features "$features"})
     rm -rf "$floor_dir/pkg"

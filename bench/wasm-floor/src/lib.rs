@@ -1,6 +1,7 @@
 //! See Cargo.toml: a floor for the size of a Leptos 0.8 bundle, in four steps (a component with
 //! a signal; + the router and meta tags; + a server function read through a resource under
-//! `Suspense`; + pulldown-cmark with the options the app's markdown uses).
+//! `Suspense`; + pulldown-cmark with the options the app's markdown uses), and the same parts in
+//! islands mode without the router.
 
 use leptos::prelude::*;
 
@@ -10,7 +11,7 @@ fn Counter() -> impl IntoView {
     view! { <button on:click=move |_| set_count.update(|n| *n += 1)>"count " {count}</button> }
 }
 
-#[cfg(not(feature = "router"))]
+#[cfg(not(any(feature = "router", feature = "islands")))]
 #[component]
 fn App() -> impl IntoView {
     view! { <main><Counter/></main> }
@@ -41,7 +42,7 @@ fn Page() -> impl IntoView {
     view! { <p>"page"</p> {items()} {markdown()} }
 }
 
-#[cfg(feature = "server-fn")]
+#[cfg(any(feature = "server-fn", feature = "islands"))]
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct Item {
     pub id: String,
@@ -49,7 +50,7 @@ pub struct Item {
     pub count: u64,
 }
 
-#[cfg(feature = "server-fn")]
+#[cfg(any(feature = "server-fn", feature = "islands"))]
 #[server]
 pub async fn list_items(limit: u32) -> Result<Vec<Item>, ServerFnError> {
     let _ = limit;
@@ -76,7 +77,7 @@ fn items() -> impl IntoView {
 fn items() {}
 
 /// The text of a markdown document, so the whole parser is kept.
-#[cfg(feature = "markdown")]
+#[cfg(any(feature = "markdown", feature = "islands"))]
 fn markdown() -> impl IntoView {
     use pulldown_cmark::{Event, Options, Parser};
     let (source, _) = signal(String::from("# title\n\n| a | b |\n|---|---|\n| 1 | 2 |"));
@@ -98,8 +99,39 @@ fn markdown() -> impl IntoView {
 #[cfg(all(feature = "router", not(feature = "markdown")))]
 fn markdown() {}
 
+/// The one interactive part in islands mode: a counter, a server function called on click, and
+/// markdown parsed in the browser.
+#[cfg(feature = "islands")]
+#[island]
+fn Interactive() -> impl IntoView {
+    let (items, set_items) = signal(Vec::<Item>::new());
+    let load = move |_| {
+        leptos::task::spawn_local(async move {
+            set_items.set(list_items(10).await.unwrap_or_default());
+        })
+    };
+    view! {
+        <Counter/>
+        <button on:click=load>"load"</button>
+        <ul>
+            {move || items.get().into_iter()
+                .map(|item| view! { <li id=item.id>{item.title} " " {item.count}</li> })
+                .collect_view()}
+        </ul>
+        {markdown()}
+    }
+}
+
+#[cfg(not(feature = "islands"))]
 #[wasm_bindgen::prelude::wasm_bindgen]
 pub fn hydrate() {
     console_error_panic_hook::set_once();
     leptos::mount::hydrate_body(App);
+}
+
+#[cfg(feature = "islands")]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn hydrate() {
+    console_error_panic_hook::set_once();
+    leptos::mount::hydrate_islands();
 }
