@@ -178,6 +178,33 @@ test('an answer with a table survives a reload: the page stays alive and can sen
   await context.close();
 });
 
+test('a reloaded conversation and its trace hydrate from the data in the page, asking the server for nothing again', async () => {
+  // The server writes each resource's value into the page and the browser reads it back
+  // (app/src/json.rs). Were the two to disagree, hydration would quietly fetch it all again.
+  const { conversationId } = conversations.find((c) => c.label === 'every status');
+  const { page, context, problems } = await openPage(browser);
+  const asked = [];
+  page.on('request', (request) => {
+    const path = new URL(request.url()).pathname;
+    if (path.startsWith('/api/fn/')) asked.push(path);
+  });
+  await page.goto(`${server.url}/c/${conversationId}`);
+  await page.reload();
+  assert.equal(await hydratedOrCrashed(page), false);
+  await page.waitForTimeout(200); // time for a refetch to start, were there one
+  assert.equal(await page.locator('.message.assistant').count(), 4);
+  assert.ok(await page.locator('.sidebar a[href^="/c/"]').count() > 0, 'the conversation list');
+  const href = await page.getByRole('link', { name: 'View trace' }).first().getAttribute('href');
+  await page.goto(new URL(href, server.url).href);
+  await page.reload();
+  assert.equal(await hydratedOrCrashed(page), false);
+  await page.waitForTimeout(200);
+  assert.equal(await page.locator('.trace-header h1').textContent(), 'Trace');
+  assert.deepEqual(asked, []);
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
 test('a page opened while a run streams hydrates its live view, and Stop works', async () => {
   const run = await startRun('scenario:statuses_long');
   await waitForEvent(run, 'tool_call_started');
