@@ -39,6 +39,20 @@ impl<T: DeserializeOwned> Decoder<T> for Json {
 /// A resource whose value travels from the server's render to the browser with [`Json`].
 pub type Resource<T> = leptos::prelude::Resource<T, Json>;
 
+/// `Resource::new` with [`Json`]: reruns `fetcher` when `source` changes.
+#[track_caller]
+pub fn resource<T, S, Fut>(
+    source: impl Fn() -> S + Send + Sync + 'static,
+    fetcher: impl Fn(S) -> Fut + Send + Sync + 'static,
+) -> Resource<T>
+where
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    S: PartialEq + Clone + Send + Sync + 'static,
+    Fut: std::future::Future<Output = T> + Send + 'static,
+{
+    Resource::new_with_options(source, fetcher, false)
+}
+
 /// A one-shot resource whose value travels with [`Json`].
 pub type OnceResource<T> = leptos::prelude::OnceResource<T, Json>;
 

@@ -13,12 +13,11 @@ pub fn ChatPage() -> impl IntoView {
     let params = use_params_map();
     let conversation_id = Memo::new(move |_| params.read().get("id"));
     let conversations_changed = RwSignal::new(0u32);
-    let conversations = json::Resource::new_with_options(
+    let conversations = json::resource(
         move || conversations_changed.get(),
         |_| list_conversations(),
-        false,
     );
-    let conversation = json::Resource::new_with_options(
+    let conversation = json::resource(
         move || conversation_id.get(),
         |id| async move {
             let models = list_models().await?;
@@ -28,7 +27,6 @@ pub fn ChatPage() -> impl IntoView {
             };
             Ok::<_, ServerFnError>((conversation, models))
         },
-        false,
     );
 
     // Below 800 px the sidebar is a drawer behind the menu button (style/glassbox.css).

@@ -36,10 +36,9 @@ impl LazyRoute for TracePage {
         let share = use_query_map().read_untracked().get("share");
         let token = share.clone();
         Self {
-            trace: json::Resource::new_with_options(
+            trace: json::resource(
                 move || trace_id.get(),
                 move |trace_id| get_trace_overview(trace_id, token.clone()),
-                false,
             ),
             share,
         }
@@ -413,14 +412,10 @@ struct Bar {
 #[component]
 fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
     let trace = &overview.trace;
-    let turns = json::Resource::new_with_options(
-        move || (),
-        {
-            let trace_id = trace.trace_id.clone();
-            move |_| get_model_turns(trace_id.clone(), share.clone())
-        },
-        false,
-    );
+    let turns = json::resource(move || (), {
+        let trace_id = trace.trace_id.clone();
+        move |_| get_model_turns(trace_id.clone(), share.clone())
+    });
     let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
     let last = overview.last_event_ms.unwrap_or(origin);
     let end = trace
@@ -550,10 +545,9 @@ fn Timeline(overview: TraceOverview, share: Option<String>) -> impl IntoView {
 /// The Agent Inspector: every entry as a drop-down; long strings in multi-line boxes.
 #[component]
 fn InspectorView(trace_id: String, share: Option<String>) -> impl IntoView {
-    let entries = json::Resource::new_with_options(
+    let entries = json::resource(
         move || trace_id.clone(),
         move |trace_id| get_inspector(trace_id, share.clone()),
-        false,
     );
     view! {
         <div class="inspector">
