@@ -70,8 +70,15 @@ pub struct Config {
 
     /// A connection that does not send a whole request head within this many seconds (idle
     /// keep-alive connections included) is closed.
-    #[arg(long, env = "GLASSBOX_HEADER_READ_TIMEOUT_SECS", default_value_t = 10)]
+    #[arg(long, env = "GLASSBOX_HEADER_READ_TIMEOUT_SECS", default_value_t = 10,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
     pub header_read_timeout_secs: u64,
+
+    /// A request whose body has not arrived whole within this many seconds of its head is
+    /// answered 408 and closed (a body sent a byte at a time holds a connection otherwise).
+    #[arg(long, env = "GLASSBOX_BODY_READ_TIMEOUT_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub body_read_timeout_secs: u64,
 
     /// This instance's name among several on one PostgreSQL database; it must stay the same
     /// across restarts and differ between instances. Default: `<host name>:<port>`.
@@ -114,7 +121,8 @@ pub struct Config {
     pub insecure_no_auth: bool,
 
     /// Days a sign-in lasts (`--auth password`).
-    #[arg(long, env = "GLASSBOX_SESSION_DAYS", default_value_t = 30)]
+    #[arg(long, env = "GLASSBOX_SESSION_DAYS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=3650))]
     pub session_days: u64,
 
     /// The header an authenticating proxy names the user in (`--auth proxy`).
@@ -133,6 +141,12 @@ pub struct Config {
         default_value = "127.0.0.1,::1"
     )]
     pub trusted_proxies: Vec<std::net::IpAddr>,
+
+    /// Addresses of reverse proxies whose `X-Forwarded-For` names the client, comma-separated
+    /// (none by default: a client cannot choose the address it is counted by). Sign-in throttling
+    /// counts the nearest address in that header that is not one of these.
+    #[arg(long, env = "GLASSBOX_REAL_IP_FROM", value_delimiter = ',')]
+    pub real_ip_from: Vec<std::net::IpAddr>,
 
     /// Runs one signed-in user may have going at once (0: no limit). Not applied to the single
     /// user of `--auth none`, whom `--max-runs` bounds.

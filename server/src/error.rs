@@ -46,6 +46,9 @@ pub enum Error {
     /// 413: the body is larger than the limit.
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// 408: the request's body did not arrive whole in time (`--body-read-timeout-secs`).
+    #[error("the request body did not arrive in time")]
+    BodyTimeout,
     /// 415: the body is not declared as JSON.
     #[error("expected Content-Type: application/json")]
     UnsupportedMediaType,
@@ -79,6 +82,7 @@ impl Error {
             Error::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
             Error::Conflict(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::TooBusy(_) => StatusCode::TOO_MANY_REQUESTS,
             Error::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
@@ -100,6 +104,7 @@ impl Error {
             Error::UnknownHost => "unknown_host",
             Error::Conflict(_) => "conflict",
             Error::PayloadTooLarge(_) => "payload_too_large",
+            Error::BodyTimeout => "request_timeout",
             Error::UnsupportedMediaType => "unsupported_media_type",
             Error::TooBusy(_) => "too_many_runs",
             Error::Unavailable(_) => "storage_unavailable",

@@ -134,6 +134,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         hosts: Arc::new(config.host_policy()),
         auth: Arc::new(auth::Auth::new(config, store.clone())?),
         stylesheet: bundle.stylesheet.clone().into(),
+        body_deadline: std::time::Duration::from_secs(config.body_read_timeout_secs),
     });
     Ok(Server {
         router,

@@ -626,7 +626,14 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
         let (status, body) = get(base, "", &path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
     }
-    let (_, page) = get(base, "", &format!("/t/{trace}?{q}")).await;
+    let response = client()
+        .get(format!("{base}/t/{trace}?{q}"))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .expect("GET");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND, "a revoked link's page");
+    let page = response.text().await.unwrap_or_default();
     assert!(!page.contains("private answer"), "{page}");
     assert!(page.contains("revoked"), "the page says why: {page}");
     let (_, body) = server_fn(

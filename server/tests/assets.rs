@@ -81,6 +81,6 @@ async fn assets_come_precompressed_as_accepted_and_are_revalidated_not_refetched
         .await
         .expect("GET /");
     assert_eq!(page.status(), 200);
-    assert_eq!(header(&page, "cache-control"), Some("no-cache"));
+    assert_eq!(header(&page, "cache-control"), Some("private, no-store"));
     server.stop().await;
 }

@@ -762,7 +762,7 @@ async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
     let headers = response.headers().clone();
     assert_eq!(
         headers.get("cache-control").and_then(|v| v.to_str().ok()),
-        Some("no-cache")
+        Some("private, no-store")
     );
     assert_eq!(
         headers

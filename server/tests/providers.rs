@@ -169,6 +169,16 @@ async fn completions(
                 ),
             ),
         ]),
+        // Bookkeeping no provider should send: a negative and an oversized count.
+        "wild" => sse(vec![
+            chunk(json!({"content": "Counted badly."})),
+            finish(
+                "stop",
+                Some(
+                    json!({"prompt_tokens": -5, "completion_tokens": 1e30, "completion_tokens_details": {"reasoning_tokens": 2e20}}),
+                ),
+            ),
+        ]),
         "think" => sse(vec![
             chunk(json!({"content": "<thi"})),
             chunk(json!({"content": "nk>I should plan</th"})),
@@ -567,7 +577,7 @@ fn write_providers(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
         &providers,
 json!({"providers": [
             {"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "mcp", "leaky", "reasoning", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
+             "models": ["tools", "mcp", "leaky", "reasoning", "wild", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
             {"name": "resp", "kind": "openai_responses", "base_url": base, "api_key_env": KEY_VARIABLE,
              "models": ["tools", "mcp", "reasoning", "malformed", "reset", "slow"]},
             {"name": "anth", "kind": "anthropic", "base_url": base, "api_key_env": KEY_VARIABLE,
@@ -735,6 +745,23 @@ async fn reasoning_fields_and_think_tags_become_reasoning_and_never_leak_into_th
             "{model}: no tag in the answer"
         );
     }
+    server.stop().await;
+}
+
+/// Issue 30: a negative or oversized usage number failed the run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wild_usage_numbers_from_a_provider_do_not_fail_the_run() {
+    let (server, _) = start().await;
+    let events = run_checked(&server, "fake/wild", "Count").await;
+    assert!(
+        matches!(
+            events.last().map(|e| &e.kind),
+            Some(EventKind::MessageFinal { .. })
+        ),
+        "the run completes: {:?}",
+        events.last()
+    );
+    assert_eq!(final_message(&events).text(), "Counted badly.");
     server.stop().await;
 }
 
@@ -1236,5 +1263,62 @@ async fn the_model_calls_an_mcp_tool_in_every_wire_format() {
             "{provider}: the result went back"
         );
     }
+    server.stop().await;
+}
+
+/// Issue 30: a share link to a later turn showed the earlier turns' questions and answers through
+/// the model turns' request bodies and the Inspector.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_share_link_shows_its_own_turn_unless_it_includes_the_conversation_before_it() {
+    let (server, _) = start().await;
+    let first = server
+        .start_run("fake/reasoning", "Earlier secret question")
+        .await;
+    let run = first["run_id"].as_str().expect("run");
+    assert_invariants(&server.subscribe(run, None).await.collect().await);
+    let second: Value = server
+        .client
+        .post(server.url("/api/chat"))
+        .header("accept", "application/json")
+        .json(
+            &json!({"content": "This question", "model": "fake/reasoning",
+                      "conversation_id": first["conversation_id"]}),
+        )
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON");
+    let run = second["run_id"].as_str().expect("run");
+    assert_invariants(&server.subscribe(run, None).await.collect().await);
+    let trace = second["trace_id"].as_str().expect("trace");
+    let shares = format!("/api/traces/{trace}/shares");
+    for (include_history, shown) in [(false, false), (true, true)] {
+        let (status, link) = server
+            .post_json(&shares, json!({"include_history": include_history}))
+            .await;
+        assert_eq!(status, 201, "{link}");
+        assert_eq!(link["include_history"], include_history);
+        let token = link["token"].as_str().expect("token");
+        for path in ["model-turns", "inspector.json"] {
+            let (status, body) = server
+                .get_json(&format!("/api/traces/{trace}/{path}?share={token}"))
+                .await;
+            assert_eq!(status, 200, "{path}");
+            let text = body.to_string();
+            assert!(text.contains("This question"), "{path}: {text}");
+            assert_eq!(
+                text.contains("Earlier secret question"),
+                shown,
+                "{path} with include_history {include_history}: {text}"
+            );
+        }
+    }
+    // The owner reads every turn as it was sent.
+    let (_, turns) = server
+        .get_json(&format!("/api/traces/{trace}/model-turns"))
+        .await;
+    assert!(turns.to_string().contains("Earlier secret question"));
     server.stop().await;
 }

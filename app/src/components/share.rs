@@ -13,6 +13,9 @@ pub struct ShareLink {
     pub created_at: String,
     /// The page it opens, relative to this server.
     pub path: String,
+    /// Whether it shows the conversation before its turn (in the model turns' requests).
+    #[serde(default)]
+    pub include_history: bool,
 }
 
 #[component]
@@ -28,7 +31,16 @@ pub fn SharePanel(trace_id: String) -> impl IntoView {
             browser::load(trace_id.get_value(), links, error);
         }
     };
-    let create = move |_| browser::create(trace_id.get_value(), links, error);
+    // Off by default: a link shows its own turn, not the questions and answers before it.
+    let include_history = RwSignal::new(false);
+    let create = move |_| {
+        browser::create(
+            trace_id.get_value(),
+            include_history.get_untracked(),
+            links,
+            error,
+        )
+    };
     view! {
         <details class="share-panel" on:toggle=on_toggle>
             <summary>"Share"</summary>
@@ -36,6 +48,14 @@ pub fn SharePanel(trace_id: String) -> impl IntoView {
                 <p class="muted">
                     "Anyone with a link can read this trace (its replay, timeline, inspector and export), live while it runs, and nothing else. Revoke a link to close it."
                 </p>
+                <label class="share-history">
+                    <input
+                        type="checkbox"
+                        prop:checked=move || include_history.get()
+                        on:change=move |event| include_history.set(event_target_checked(&event))
+                    />
+                    " Include the conversation before it"
+                </label>
                 <button type="button" class="share-create" on:click=create>"Create a link"</button>
                 {move || error.get().map(|message| view! { <p class="error" role="alert">{message}</p> })}
                 <ul class="share-links">
@@ -70,7 +90,10 @@ fn ShareRow(
             <input class="share-url" readonly aria-label="Share link" value=url />
             <button type="button" on:click=copy>{move || if copied.get() { "Copied" } else { "Copy" }}</button>
             <button type="button" class="share-revoke" on:click=revoke>"Revoke"</button>
-            <span class="muted share-created">{format!("created {}", link.created_at.get(..16).unwrap_or(&link.created_at).replace('T', " "))}</span>
+            <span class="muted share-created">
+                {format!("created {}", link.created_at.get(..16).unwrap_or(&link.created_at).replace('T', " "))}
+                {link.include_history.then_some(" · with the conversation before it")}
+            </span>
         </li>
     }
     .into_any()
@@ -133,11 +156,20 @@ mod browser {
 
     pub fn create(
         trace_id: String,
+        include_history: bool,
         links: RwSignal<Vec<ShareLink>>,
         error: RwSignal<Option<String>>,
     ) {
         leptos::task::spawn_local(async move {
-            match Request::post(&url(&trace_id)).send().await {
+            let body = format!("{{\"include_history\":{include_history}}}");
+            let request = Request::post(&url(&trace_id))
+                .header("content-type", "application/json")
+                .body(body);
+            let Ok(request) = request else {
+                error.set(Some("Could not make the request.".into()));
+                return;
+            };
+            match request.send().await {
                 Ok(response) if response.ok() => {
                     match crate::json::read::<ShareLink>(&response).await {
                         Ok(link) => {
@@ -189,7 +221,7 @@ mod browser {
 
     pub fn load(_: String, _: RwSignal<Vec<ShareLink>>, _: RwSignal<Option<String>>) {}
 
-    pub fn create(_: String, _: RwSignal<Vec<ShareLink>>, _: RwSignal<Option<String>>) {}
+    pub fn create(_: String, _: bool, _: RwSignal<Vec<ShareLink>>, _: RwSignal<Option<String>>) {}
 
     pub fn revoke(_: String, _: String, _: RwSignal<Vec<ShareLink>>, _: RwSignal<Option<String>>) {}
 }

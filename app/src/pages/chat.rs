@@ -57,6 +57,7 @@ pub fn ChatPage() -> impl IntoView {
                             Ok((found, models)) => {
                                 let missing = found.is_none() && conversation_id.get_untracked().is_some();
                                 if missing {
+                                    super::not_found::status_not_found();
                                     view! { <p class="error notice">"This conversation does not exist."</p> }.into_any()
                                 } else {
                                     view! { <ConversationView conversation=found models conversations_changed /> }.into_any()

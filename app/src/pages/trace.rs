@@ -57,15 +57,21 @@ impl LazyRoute for TracePage {
                         Suspend::new(async move {
                         match trace.await {
                             Ok(Some(overview)) => view! { <TraceView overview share=share.clone() refresh /> }.into_any(),
-                            Ok(None) if share.is_some() => view! {
+                            Ok(None) if share.is_some() => {
+                                super::not_found::status_not_found();
+                                view! {
                                 <p class="error notice">"This link does not exist or was revoked."</p>
                             }
-                                .into_any(),
-                            Ok(None) => view! {
+                                .into_any()
+                            }
+                            Ok(None) => {
+                                super::not_found::status_not_found();
+                                view! {
                                 <p class="error notice">"This trace does not exist."</p>
                                 <a href="/">"Back to the chat"</a>
                             }
-                                .into_any(),
+                                .into_any()
+                            }
                             Err(error) => view! { <p class="error notice">{error.to_string()}</p> }.into_any(),
                         }
                     })}}

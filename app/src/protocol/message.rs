@@ -127,11 +127,12 @@ pub struct Usage {
 
 impl Usage {
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
+        // Saturating: the counts come from a provider, and a wild one must not overflow.
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
         self.reasoning_tokens = match (self.reasoning_tokens, other.reasoning_tokens) {
             (None, None) => None,
-            (mine, theirs) => Some(mine.unwrap_or(0) + theirs.unwrap_or(0)),
+            (mine, theirs) => Some(mine.unwrap_or(0).saturating_add(theirs.unwrap_or(0))),
         };
     }
 }

@@ -190,7 +190,7 @@ fn response_record(model: &str, turn: &Result<TurnOutput, ProviderError>) -> Val
             });
             if let Some(usage) = turn.usage {
                 response["usage"] = serde_json::json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
-                                                       "total_tokens": usage.input_tokens + usage.output_tokens});
+                                                       "total_tokens": usage.input_tokens.saturating_add(usage.output_tokens)});
             }
             response
         }

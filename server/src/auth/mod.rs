@@ -70,6 +70,8 @@ pub struct Auth {
     secure_cookie: bool,
     proxy_header: HeaderName,
     trusted_proxies: Vec<IpAddr>,
+    /// Reverse proxies whose `X-Forwarded-For` is believed (`--real-ip-from`).
+    real_ip_from: Vec<IpAddr>,
     throttle: Throttle,
 }
 
@@ -87,6 +89,7 @@ impl Auth {
                 .is_some_and(|url| url.starts_with("https://")),
             proxy_header,
             trusted_proxies: config.trusted_proxies.clone(),
+            real_ip_from: config.real_ip_from.clone(),
             throttle: Throttle::default(),
         })
     }
@@ -119,26 +122,63 @@ impl Auth {
         if !trusted {
             return None;
         }
-        let name = headers.get(&self.proxy_header)?.to_str().ok()?.trim();
+        // Exactly one: a proxy that appends to the client's header would let the client choose.
+        let mut values = headers.get_all(&self.proxy_header).iter();
+        let (Some(value), None) = (values.next(), values.next()) else {
+            return None;
+        };
+        let name = value.to_str().ok()?.trim();
         (!name.is_empty() && name.len() <= 256).then(|| User {
             id: format!("proxy:{name}"),
             name: name.to_owned(),
         })
     }
 
-    /// Checks a name and password; on success opens a session and answers its cookie.
+    /// The client's address: the peer's, or, when the peer is one of `--real-ip-from`, the nearest
+    /// address in `X-Forwarded-For` that is not (as nginx's `real_ip_recursive` reads it).
+    pub fn client_address(&self, headers: &HeaderMap, peer: Option<IpAddr>) -> Option<IpAddr> {
+        let peer = peer?.to_canonical();
+        let trusted = |address: &IpAddr| {
+            self.real_ip_from
+                .iter()
+                .any(|proxy| proxy.to_canonical() == *address)
+        };
+        if !trusted(&peer) {
+            return Some(peer);
+        }
+        let hops: Vec<&str> = headers
+            .get_all("x-forwarded-for")
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .collect();
+        let mut client = peer;
+        for hop in hops.iter().rev() {
+            let Ok(hop) = hop.trim().parse::<IpAddr>() else {
+                break;
+            };
+            client = hop.to_canonical();
+            if !trusted(&client) {
+                break;
+            }
+        }
+        Some(client)
+    }
+
+    /// Checks a name and password; on success opens a session and answers its cookie. `client`
+    /// is [`Auth::client_address`].
     pub async fn sign_in(
         &self,
         name: &str,
         password: &str,
-        peer: Option<IpAddr>,
+        client: Option<IpAddr>,
     ) -> Result<String> {
         if self.mode != AuthMode::Password {
             return Err(Error::Conflict(
                 "this server does not use passwords (--auth)".into(),
             ));
         }
-        self.throttle.check(name, peer)?;
+        let attempt = self.throttle.begin(name, client)?;
         let user = self.store.user_by_name(name).await?;
         let verified = match &user {
             Some(user) => verify_password(password, &user.password_hash).await,
@@ -148,11 +188,11 @@ impl Auth {
                 false
             }
         };
+        // A failure keeps the attempt counted (it was counted before the check).
         let Some(user) = user.filter(|_| verified) else {
-            self.throttle.failed(name, peer);
             return Err(Error::Unauthenticated("wrong name or password".into()));
         };
-        self.throttle.succeeded(name);
+        attempt.succeeded();
         let token = random_token()?;
         let expires = now_unix_ms() + self.session_ttl.as_millis() as i64;
         self.store

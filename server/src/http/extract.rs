@@ -1,8 +1,10 @@
 //! Extractors: JSON bodies whose rejections become our error shape, and the requesting user.
 
 use axum::{
-    extract::{rejection::JsonRejection, FromRequest, FromRequestParts, Request},
-    http::{request::Parts, StatusCode},
+    extract::{
+        rejection::JsonRejection, FromRequest, FromRequestParts, OptionalFromRequest, Request,
+    },
+    http::{header, request::Parts, StatusCode},
 };
 use serde::de::DeserializeOwned;
 
@@ -22,7 +24,7 @@ where
     type Rejection = Error;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        match axum::Json::<T>::from_request(request, state).await {
+        match <axum::Json<T> as FromRequest<S>>::from_request(request, state).await {
             Ok(axum::Json(value)) => Ok(ApiJson(value)),
             Err(rejection) => Err(match &rejection {
                 JsonRejection::JsonDataError(_) => Error::InvalidField(rejection.body_text()),
@@ -34,6 +36,24 @@ where
                 _ => Error::MalformedBody(rejection.body_text()),
             }),
         }
+    }
+}
+
+/// An optional body: none when the request declares no `Content-Type`, else as [`ApiJson`].
+impl<S, T> OptionalFromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = Error;
+
+    async fn from_request(request: Request, state: &S) -> Result<Option<Self>, Self::Rejection> {
+        if !request.headers().contains_key(header::CONTENT_TYPE) {
+            return Ok(None);
+        }
+        <Self as FromRequest<S>>::from_request(request, state)
+            .await
+            .map(Some)
     }
 }
 

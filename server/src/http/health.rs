@@ -1,13 +1,18 @@
 //! `GET /healthz`: the version, whether the database answers reads, whether writes succeed, and
 //! the runs going with the memory their logs hold.
-//! While either fails it answers 503 `degraded` and says why.
+//! While either fails it answers 503 `degraded` and says why: in the database's own words to a
+//! signed-in user, in general terms to anyone else (the check is public, the error may name a path
+//! or a host).
 
-use axum::{extract::State, http::StatusCode, Json};
+use axum::{extract::State, http::StatusCode, Extension, Json};
 use serde_json::{json, Value};
 
-use super::AppState;
+use super::{AppState, CurrentUser};
 
-pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) {
+pub async fn health(
+    State(state): State<AppState>,
+    user: Option<Extension<CurrentUser>>,
+) -> (StatusCode, Json<Value>) {
     let database = state.store.ping().await;
     let write_failure = state
         .store
@@ -21,7 +26,10 @@ pub async fn health(State(state): State<AppState>) -> (StatusCode, Json<Value>) 
     };
     let (runs, run_memory_bytes) = state.engine.load();
     let reason = match (&write_failure, database) {
-        (Some(failure), _) => Some(format!("writes to the database fail: {failure}")),
+        (Some(failure), _) if user.is_some() => {
+            Some(format!("writes to the database fail: {failure}"))
+        }
+        (Some(_), _) => Some("writes to the database fail".to_owned()),
         (None, false) => Some("the database does not answer".to_owned()),
         (None, true) => None,
     };

@@ -1,6 +1,7 @@
 //! HTTP: the JSON/SSE API under `/api`, `/healthz`, the server-rendered pages and static files.
 //! Handlers parse, call one engine or store method, and map errors through [`crate::error::Error`].
 
+mod body;
 mod chat;
 mod extract;
 pub mod guard;
@@ -44,6 +45,8 @@ pub struct AppState {
     pub auth: Arc<Auth>,
     /// The stylesheet's path, for the sign-in page.
     pub stylesheet: Arc<str>,
+    /// How long a request's body may take to arrive (`--body-read-timeout-secs`).
+    pub body_deadline: std::time::Duration,
 }
 
 pub fn router(state: AppState) -> Router {
@@ -105,11 +108,15 @@ pub fn router(state: AppState) -> Router {
         _,
     >(context, app::shell))
     .route_service("/favicon.svg", static_files::favicon(&options))
-    .layer(static_files::revalidate_by_default())
+    .layer(static_files::private_by_default())
     .nest_service("/pkg", pkg)
     .layer(axum::middleware::from_fn_with_state(
         state.auth.clone(),
         session::authenticate,
+    ))
+    .layer(axum::middleware::from_fn_with_state(
+        state.body_deadline,
+        body::limit_body,
     ))
     .layer(axum::middleware::from_fn_with_state(
         state.hosts.clone(),
@@ -152,7 +159,7 @@ impl PageSource {
         let Some(trace) = reader.trace(&self.store, trace_id).await? else {
             return Ok(None);
         };
-        let turns = self.store.model_turns(&trace.trace_id).await?;
+        let turns = reader.model_turns(&self.store, &trace).await?;
         Ok(Some((trace, turns)))
     }
 

@@ -73,7 +73,7 @@ pub async fn inspector(
         .trace(&state.store, &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
-    let turns = state.store.model_turns(&trace.trace_id).await?;
+    let turns = reader.model_turns(&state.store, &trace).await?;
     Ok(Json(crate::exports::inspector(&trace, &turns)))
 }
 
@@ -87,7 +87,7 @@ pub async fn model_turns(
         .trace(&state.store, &trace_id)
         .await?
         .ok_or(Error::NotFound("trace"))?;
-    Ok(Json(state.store.model_turns(&trace.trace_id).await?))
+    Ok(Json(reader.model_turns(&state.store, &trace).await?))
 }
 
 /// `GET /thoughtflow/{conversation_id}.json` and `.d2`: the conversation as a ThoughtFlow session.

@@ -74,12 +74,7 @@ fn peer_of(request: &Request) -> Option<std::net::IpAddr> {
 /// comes back after.
 fn unauthenticated(request: &Request) -> Response {
     let path = request.uri().path();
-    let wants_page = request
-        .headers()
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/html"));
-    if wants_page && !path.starts_with("/api/") {
+    if wants_page(request.headers()) && !path.starts_with("/api/") {
         let next = request
             .uri()
             .path_and_query()
@@ -87,6 +82,13 @@ fn unauthenticated(request: &Request) -> Response {
         return Redirect::to(&format!("/login?next={}", encode(next))).into_response();
     }
     Error::Unauthenticated("sign in first".into()).into_response()
+}
+
+fn wants_page(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/html"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -114,12 +116,14 @@ pub struct LoginForm {
 pub async fn login(
     State(state): State<AppState>,
     connect: Option<Extension<ConnectInfo<SocketAddr>>>,
+    headers: HeaderMap,
     Form(form): Form<LoginForm>,
 ) -> Response {
     let peer = connect.map(|Extension(ConnectInfo(address))| address.ip());
+    let client = state.auth.client_address(&headers, peer);
     match state
         .auth
-        .sign_in(form.name.trim(), &form.password, peer)
+        .sign_in(form.name.trim(), &form.password, client)
         .await
     {
         Ok(cookie) => {
@@ -129,6 +133,8 @@ pub async fn login(
             }
             response
         }
+        // A client that did not ask for a page gets the error as JSON, `Retry-After` included.
+        Err(error) if !wants_page(&headers) => error.into_response(),
         Err(error) => {
             let status = error.status();
             let mut response = login_form(
@@ -164,13 +170,23 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> Respon
     }
 }
 
-/// Only a path on this site (never `//other.site` or a URL): no open redirect.
+/// Only a path on this site: no open redirect. Browsers drop tabs and newlines from a URL and read
+/// `\\` as `/`, so `/\t/host` or `/\\host` would leave the site; dot segments can turn into `//`
+/// once resolved. So: a `/` not followed by another `/`, printable ASCII without spaces or
+/// backslashes (a real path is percent-encoded), and no `.` or `..` segment.
 fn safe_next(next: Option<&str>) -> &str {
-    match next {
-        Some(next) if next.starts_with('/') && !next.starts_with("//") && !next.contains('\\') => {
-            next
-        }
-        _ => "/",
+    let Some(next) = next else {
+        return "/";
+    };
+    let path = next.split(['?', '#']).next().unwrap_or_default();
+    let dot_segment = path.split('/').any(|segment| matches!(segment, "." | ".."));
+    let printable = next
+        .bytes()
+        .all(|byte| byte.is_ascii_graphic() && byte != b'\\');
+    if next.starts_with('/') && !next.starts_with("//") && printable && !dot_segment {
+        next
+    } else {
+        "/"
     }
 }
 
@@ -238,6 +254,13 @@ mod tests {
             "https://evil.example",
             "/\\evil.example",
             "javascript:x",
+            "/\t/evil.example",
+            "/ /evil.example",
+            "/.//evil.example",
+            "/../evil.example",
+            "/x/../..//evil.example",
+            "/c/x\nSet-Cookie: a=b",
+            "/c/\u{e9}",
         ] {
             assert_eq!(safe_next(Some(bad)), "/", "{bad}");
         }

@@ -7,9 +7,9 @@ use axum::{
     response::{IntoResponse, Response},
     Json,
 };
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use super::{AppState, CurrentUser};
+use super::{extract::ApiJson, AppState, CurrentUser};
 use crate::{
     auth::random_token,
     error::{Error, Result},
@@ -33,17 +33,29 @@ impl From<TraceShare> for ShareLink {
     }
 }
 
+/// What a new link may say (the body is optional).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewShare {
+    /// Show the conversation before the shared turn too (off: the turn alone).
+    #[serde(default)]
+    include_history: bool,
+}
+
 /// `POST /api/traces/{trace_id}/shares`: a new link (201).
 pub async fn create(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(trace_id): Path<String>,
+    body: Option<ApiJson<NewShare>>,
 ) -> Result<Response> {
+    let options = body.map(|ApiJson(options)| options).unwrap_or_default();
     let share = TraceShare {
         token: random_token()?,
         trace_id,
         owner_id: user.id().to_owned(),
         created_at: now_rfc3339(),
+        include_history: options.include_history,
     };
     state.store.add_share(share.clone()).await?;
     Ok((StatusCode::CREATED, Json(ShareLink::from(share))).into_response())

@@ -149,7 +149,7 @@ pub fn response(events: impl Stream<Item = (u64, Arc<str>)> + Send + 'static) ->
     let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
     (
         [
-            (header::CACHE_CONTROL, "no-cache"),
+            (header::CACHE_CONTROL, "private, no-store"),
             (header::HeaderName::from_static("x-accel-buffering"), "no"),
         ],
         sse,

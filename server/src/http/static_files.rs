@@ -2,8 +2,9 @@
 //! `cargo leptos build --release --precompress` wrote, brotli or gzip as the browser accepts,
 //! never compressed per request. Content-hashed names (see [`crate::site`]) are cached for a year
 //! as immutable; any other file is kept but revalidated on each visit (`no-cache`; an unchanged
-//! file answers 304 from its Last-Modified date). Pages and API answers get `no-cache` too unless
-//! they set their own.
+//! file answers 304 from its Last-Modified date). Pages and API answers carry a user's data: they
+//! get `private, no-store` unless they set their own, so no shared cache or back-forward store
+//! keeps them.
 
 use std::{collections::HashSet, path::PathBuf, sync::Arc};
 
@@ -17,10 +18,11 @@ use axum::{
 use leptos::prelude::LeptosOptions;
 use tower_http::{
     services::{ServeDir, ServeFile},
-    set_header::SetResponseHeaderLayer,
+    set_header::{SetResponseHeader, SetResponseHeaderLayer},
 };
 
 const REVALIDATE: HeaderValue = HeaderValue::from_static("no-cache");
+const PRIVATE: HeaderValue = HeaderValue::from_static("private, no-store");
 const IMMUTABLE: HeaderValue = HeaderValue::from_static("public, max-age=31536000, immutable");
 
 /// `/pkg/*` from `<site root>/pkg`, precompressed variants first.
@@ -55,11 +57,12 @@ async fn cache_policy(
 
 /// `/favicon.svg`, which every page names: revalidated like `/pkg` (304 when unchanged), where
 /// Leptos's file handler answered a full 200 on every visit.
-pub fn favicon(options: &LeptosOptions) -> ServeFile {
-    ServeFile::new(PathBuf::from(options.site_root.as_ref()).join("favicon.svg"))
+pub fn favicon(options: &LeptosOptions) -> SetResponseHeader<ServeFile, HeaderValue> {
+    let file = ServeFile::new(PathBuf::from(options.site_root.as_ref()).join("favicon.svg"));
+    SetResponseHeader::overriding(file, header::CACHE_CONTROL, REVALIDATE)
 }
 
-/// `Cache-Control: no-cache` on answers that set none (pages, API).
-pub fn revalidate_by_default() -> SetResponseHeaderLayer<HeaderValue> {
-    SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, REVALIDATE)
+/// `Cache-Control: private, no-store` on answers that set none (pages, API).
+pub fn private_by_default() -> SetResponseHeaderLayer<HeaderValue> {
+    SetResponseHeaderLayer::if_not_present(header::CACHE_CONTROL, PRIVATE)
 }

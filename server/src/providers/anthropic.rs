@@ -99,9 +99,9 @@ pub struct Started {
 
 #[derive(Default, Deserialize)]
 pub struct Usage {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_count")]
     input_tokens: Option<u64>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_count")]
     output_tokens: Option<u64>,
 }
 

@@ -26,6 +26,20 @@ use openai_chat::OpenAiChat;
 use openai_responses::OpenAiResponses;
 use provider::Provider;
 
+/// A token count as a provider reports it: a whole number from 0 to `u64::MAX`, or nothing. A
+/// negative, fractional or oversized number (or any other JSON) counts as not reported, so a
+/// provider's bad bookkeeping never fails the run it belongs to.
+pub fn lenient_count<'de, D>(deserializer: D) -> Result<Option<u64>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    let value = Value::deserialize(deserializer)?;
+    if !value.is_null() && value.as_u64().is_none() {
+        tracing::debug!("a provider reported a token count that is not a count; ignored");
+    }
+    Ok(value.as_u64())
+}
+
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProvidersFile {

@@ -78,17 +78,17 @@ pub struct Chunk {
 
 #[derive(Deserialize)]
 struct Usage {
-    #[serde(default)]
-    prompt_tokens: u64,
-    #[serde(default)]
-    completion_tokens: u64,
+    #[serde(default, deserialize_with = "super::lenient_count")]
+    prompt_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "super::lenient_count")]
+    completion_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens_details: Option<UsageDetails>,
 }
 
 #[derive(Deserialize)]
 struct UsageDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_count")]
     reasoning_tokens: Option<u64>,
 }
 
@@ -178,8 +178,8 @@ impl WireFormat for OpenAiChat {
         }
         if let Some(usage) = chunk.usage {
             *turn.usage() = app::protocol::Usage {
-                input_tokens: usage.prompt_tokens,
-                output_tokens: usage.completion_tokens,
+                input_tokens: usage.prompt_tokens.unwrap_or(0),
+                output_tokens: usage.completion_tokens.unwrap_or(0),
                 reasoning_tokens: usage
                     .completion_tokens_details
                     .and_then(|details| details.reasoning_tokens),

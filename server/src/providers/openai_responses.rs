@@ -143,17 +143,17 @@ pub struct FailedResponse {
 
 #[derive(Deserialize)]
 pub struct Usage {
-    #[serde(default)]
-    input_tokens: u64,
-    #[serde(default)]
-    output_tokens: u64,
+    #[serde(default, deserialize_with = "super::lenient_count")]
+    input_tokens: Option<u64>,
+    #[serde(default, deserialize_with = "super::lenient_count")]
+    output_tokens: Option<u64>,
     #[serde(default)]
     output_tokens_details: Option<UsageDetails>,
 }
 
 #[derive(Deserialize)]
 pub struct UsageDetails {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "super::lenient_count")]
     reasoning_tokens: Option<u64>,
 }
 
@@ -277,8 +277,8 @@ impl WireFormat for OpenAiResponses {
                 }
                 if let Some(usage) = response.usage {
                     *turn.usage() = app::protocol::Usage {
-                        input_tokens: usage.input_tokens,
-                        output_tokens: usage.output_tokens,
+                        input_tokens: usage.input_tokens.unwrap_or(0),
+                        output_tokens: usage.output_tokens.unwrap_or(0),
                         reasoning_tokens: usage
                             .output_tokens_details
                             .and_then(|details| details.reasoning_tokens),

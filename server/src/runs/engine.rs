@@ -157,7 +157,10 @@ impl Engine {
             if self
                 .runs()
                 .values()
-                .any(|run| run.conversation_id == *id && !run.is_closed())
+                // Another user's conversation is not found (below), never "busy".
+                .any(|run| {
+                    run.conversation_id == *id && run.owner_id == owner_id && !run.is_closed()
+                })
             {
                 return Err(Error::Conflict(
                     "a run is already going in this conversation; stop it first".into(),

@@ -351,6 +351,10 @@ pub struct TraceShare {
     #[serde(skip)]
     pub owner_id: String,
     pub created_at: String,
+    /// Whether the link shows the conversation before its turn (in the model turns' requests);
+    /// without it a link shows its own turn only.
+    #[serde(default)]
+    pub include_history: bool,
 }
 
 /// What `POST /api/chat` asks the store to create in one transaction.

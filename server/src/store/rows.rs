@@ -111,5 +111,6 @@ pub(super) fn share(row: &impl StoreRow) -> Result<TraceShare> {
         trace_id: row.text("trace_id")?,
         owner_id: row.text("owner_id")?,
         created_at: row.text("created_at")?,
+        include_history: row.int("include_history")? != 0,
     })
 }

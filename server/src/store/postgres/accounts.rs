@@ -126,13 +126,14 @@ impl PgStore {
                         return Err(too_many_shares());
                     }
                     sqlx::query(
-                        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at)
-                         VALUES ($1, $2, $3, $4::timestamptz)",
+                        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at, include_history)
+                         VALUES ($1, $2, $3, $4::timestamptz, $5)",
                     )
                     .bind(&share.token)
                     .bind(&share.trace_id)
                     .bind(&share.owner_id)
                     .bind(&share.created_at)
+                    .bind(share.include_history)
                     .execute(&mut *connection)
                     .await?;
                     Ok(())
@@ -143,7 +144,8 @@ impl PgStore {
 
     pub async fn share(&self, token: &str) -> Result<Option<TraceShare>> {
         let row = sqlx::query(
-            "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at
+            "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at,
+                    include_history::int::int8 AS include_history
              FROM trace_shares WHERE token = $1",
         )
         .bind(pg_text(token).as_ref())
@@ -169,7 +171,8 @@ impl PgStore {
             return Ok(None);
         }
         let rows = sqlx::query(
-            "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at
+            "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at,
+                    include_history::int::int8 AS include_history
              FROM trace_shares WHERE trace_id = $1 AND owner_id = $2 ORDER BY created_at, token",
         )
         .bind(trace_id)

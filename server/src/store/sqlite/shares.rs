@@ -19,7 +19,8 @@ impl SqliteStore {
     /// The link a token names, if it exists (revoked links do not).
     pub async fn share(&self, token: &str) -> Result<Option<TraceShare>> {
         let row = sqlx::query(
-            "SELECT token, trace_id, owner_id, created_at FROM trace_shares WHERE token = ?",
+            "SELECT token, trace_id, owner_id, created_at, include_history FROM trace_shares
+             WHERE token = ?",
         )
         .bind(token)
         .fetch_optional(&self.pool)
@@ -45,7 +46,7 @@ impl SqliteStore {
             return Ok(None);
         }
         let rows = sqlx::query(
-            "SELECT token, trace_id, owner_id, created_at FROM trace_shares
+            "SELECT token, trace_id, owner_id, created_at, include_history FROM trace_shares
              WHERE trace_id = ? AND owner_id = ? ORDER BY created_at, token",
         )
         .bind(trace_id)
@@ -94,13 +95,15 @@ fn add_share_in(tx: &Connection, share: &TraceShare) -> Result<()> {
         return Err(too_many_shares());
     }
     tx.prepare_cached(
-        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at) VALUES (?, ?, ?, ?)",
+        "INSERT INTO trace_shares (token, trace_id, owner_id, created_at, include_history)
+         VALUES (?, ?, ?, ?, ?)",
     )?
     .execute(params![
         share.token,
         share.trace_id,
         share.owner_id,
-        share.created_at
+        share.created_at,
+        share.include_history,
     ])?;
     Ok(())
 }
