@@ -632,7 +632,11 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
         .send()
         .await
         .expect("GET");
-    assert_eq!(response.status(), StatusCode::NOT_FOUND, "a revoked link's page");
+    assert_eq!(
+        response.status(),
+        StatusCode::NOT_FOUND,
+        "a revoked link's page"
+    );
     let page = response.text().await.unwrap_or_default();
     assert!(!page.contains("private answer"), "{page}");
     assert!(page.contains("revoked"), "the page says why: {page}");

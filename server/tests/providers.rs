@@ -169,6 +169,23 @@ async fn completions(
                 ),
             ),
         ]),
+        // Three calls; the first one's tool panics before it returns its future.
+        "panicky" if !has_tool_results => sse(vec![
+            chunk(
+                json!({"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "fail", "arguments": "{\"panic_early\": true}"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "list_dir", "arguments": "{\"path\": \".\"}"}}]}),
+            ),
+            chunk(
+                json!({"tool_calls": [{"index": 2, "id": "call_c", "type": "function", "function": {"name": "fail", "arguments": "{\"message\": \"third\"}"}}]}),
+            ),
+            finish("tool_calls", None),
+        ]),
+        "panicky" => sse(vec![
+            chunk(json!({"content": "Recovered."})),
+            finish("stop", None),
+        ]),
         // Bookkeeping no provider should send: a negative and an oversized count.
         "wild" => sse(vec![
             chunk(json!({"content": "Counted badly."})),
@@ -577,7 +594,7 @@ fn write_providers(dir: &std::path::Path, base: &str) -> std::path::PathBuf {
         &providers,
 json!({"providers": [
             {"name": "fake", "kind": "openai_chat", "base_url": base, "api_key_env": KEY_VARIABLE,
-             "models": ["tools", "mcp", "leaky", "reasoning", "wild", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
+             "models": ["tools", "mcp", "leaky", "reasoning", "wild", "panicky", "think", "malformed", "reset", "slow", "flaky", "auth", "missing"]},
             {"name": "resp", "kind": "openai_responses", "base_url": base, "api_key_env": KEY_VARIABLE,
              "models": ["tools", "mcp", "reasoning", "malformed", "reset", "slow"]},
             {"name": "anth", "kind": "anthropic", "base_url": base, "api_key_env": KEY_VARIABLE,
@@ -1320,5 +1337,56 @@ async fn a_share_link_shows_its_own_turn_unless_it_includes_the_conversation_bef
         .get_json(&format!("/api/traces/{trace}/model-turns"))
         .await;
     assert!(turns.to_string().contains("Earlier secret question"));
+    server.stop().await;
+}
+
+/// Issue 31: one outcome per tool call, paired by its id. A task that panicked outside the tool was
+/// dropped, every later result moved onto the wrong call, and the failed call stayed running.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_that_panics_early_ends_its_own_call_and_no_other() {
+    let (server, fake) = start().await;
+    let events = run_checked(&server, "fake/panicky", "Go").await;
+    let message = final_message(&events);
+    assert_eq!(message.text(), "Recovered.");
+    let results: Vec<_> = events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::ToolResult { error, .. } => {
+                Some(error.as_ref().map(|error| error.kind.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(results.len(), 3, "one result per call: {results:?}");
+    let sent = fake.last_bodies(1).remove(0);
+    let tool_messages: Vec<(String, String)> = sent["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            let id = m["tool_call_id"].as_str().unwrap_or_default().to_owned();
+            (id, m["content"].as_str().unwrap_or_default().to_owned())
+        })
+        .collect();
+    let content = |id: &str| {
+        tool_messages
+            .iter()
+            .find(|(call, _)| call == id)
+            .map(|(_, content)| content.clone())
+            .unwrap_or_else(|| panic!("no result for {id}: {tool_messages:?}"))
+    };
+    assert!(
+        content("call_a").starts_with("Error (panic)"),
+        "{tool_messages:?}"
+    );
+    assert!(!content("call_b").starts_with("Error"), "{tool_messages:?}");
+    assert!(content("call_c").contains("third"), "{tool_messages:?}");
+    let trace_id = message.trace_id.clone().expect("trace");
+    let (_, trace) = server.get_json(&format!("/api/traces/{trace_id}")).await;
+    assert!(
+        !trace.to_string().contains("\"running\""),
+        "no call stays running in the stored trace: {trace}"
+    );
     server.stop().await;
 }

@@ -123,10 +123,7 @@ impl Agent for DemoAgent {
                     .stream_reasoning(&["The message has no searchable terms, so I'll show what the workspace holds.".to_owned()], pacing)
                     .await;
                 let listing = context
-                    .run_tools(vec![ToolCallRequest {
-                        name: "list_dir".into(),
-                        args: json!({"path": "."}),
-                    }])
+                    .run_tools(vec![ToolCallRequest::new("list_dir", json!({"path": "."}))])
                     .await;
                 let entries = listing
                     .first()
@@ -154,15 +151,9 @@ impl Agent for DemoAgent {
                 .await;
             let mut calls: Vec<ToolCallRequest> = terms
                 .iter()
-                .map(|term| ToolCallRequest {
-                    name: "grep_search".into(),
-                    args: json!({ "query": term }),
-                })
+                .map(|term| ToolCallRequest::new("grep_search", json!({ "query": term })))
                 .collect();
-            calls.push(ToolCallRequest {
-                name: "list_dir".into(),
-                args: json!({ "path": "." }),
-            });
+            calls.push(ToolCallRequest::new("list_dir", json!({ "path": "." })));
             let searches = context.run_tools(calls).await;
 
             let hits = collect_hits(&searches);
@@ -198,10 +189,7 @@ impl Agent for DemoAgent {
                 .iter()
                 .map(|file| {
                     let first = file.lines.first().map_or(1, |(line, _)| *line);
-                    ToolCallRequest {
-                        name: "read_file".into(),
-                        args: json!({ "path": file.path, "start_line": first.saturating_sub(3).max(1), "end_line": first + 12 }),
-                    }
+                    ToolCallRequest::new("read_file", json!({ "path": file.path, "start_line": first.saturating_sub(3).max(1), "end_line": first + 12 }))
                 })
                 .collect();
             let read_results = context.run_tools(reads).await;

@@ -115,12 +115,14 @@ impl Agent for ModelAgent {
                     .tool_calls
                     .iter()
                     .map(|call| ToolCallRequest {
+                        model_call_id: Some(call.id.clone()),
                         name: call.name.clone(),
                         args: parse_arguments(&call.arguments),
                     })
                     .collect();
+                // One outcome per call, each paired with its call by the model's id.
                 let outcomes = context.run_tools(requests).await;
-                for (call, outcome) in turn.tool_calls.iter().zip(outcomes) {
+                for outcome in outcomes {
                     let content = match outcome.result {
                         Ok(output) => output,
                         Err(error) => format!("Error ({}): {}", error.kind, error.message),
@@ -129,7 +131,7 @@ impl Agent for ModelAgent {
                         role: "tool".into(),
                         content: Some(content),
                         tool_calls: Vec::new(),
-                        tool_call_id: Some(call.id.clone()),
+                        tool_call_id: outcome.model_call_id,
                     });
                 }
             }

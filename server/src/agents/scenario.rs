@@ -107,10 +107,7 @@ impl Agent for ScenarioAgent {
                     Step::ToolCalls(calls) => {
                         let requests = calls
                             .iter()
-                            .map(|call| ToolCallRequest {
-                                name: call.name.clone(),
-                                args: call.args.clone(),
-                            })
+                            .map(|call| ToolCallRequest::new(call.name.clone(), call.args.clone()))
                             .collect();
                         context.run_tools(requests).await;
                     }

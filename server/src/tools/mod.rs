@@ -16,7 +16,7 @@ use std::{
     panic::AssertUnwindSafe,
     pin::Pin,
     sync::{
-        atomic::{AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicUsize, Ordering},
         Arc,
     },
     time::{Duration, Instant},
@@ -265,6 +265,9 @@ impl ToolRegistry {
 /// One call the agent asks for.
 #[derive(Clone, Debug)]
 pub struct ToolCallRequest {
+    /// The id the model gave the call, if any: its outcome carries it back, so the model loop
+    /// pairs each result with its call by id.
+    pub model_call_id: Option<String>,
     pub name: String,
     pub args: Value,
 }
@@ -273,13 +276,38 @@ pub struct ToolCallRequest {
 #[derive(Clone, Debug)]
 pub struct ToolOutcome {
     pub call_id: String,
+    /// [`ToolCallRequest::model_call_id`], as it was asked.
+    pub model_call_id: Option<String>,
     pub name: String,
     pub args: Value,
     pub result: Result<String, ToolError>,
 }
 
-/// Runs one turn's calls concurrently; every call ends in exactly one `tool_result`. Dropping the
-/// returned future (the run was cancelled) aborts the calls: async tools stop at their next await,
+impl ToolCallRequest {
+    /// A call Glassbox makes itself (no model gave it an id).
+    pub fn new(name: impl Into<String>, args: Value) -> Self {
+        ToolCallRequest {
+            model_call_id: None,
+            name: name.into(),
+            args,
+        }
+    }
+}
+
+/// A call as [`execute`] started it: enough to end it if its task fails.
+struct Started {
+    call_id: String,
+    model_call_id: Option<String>,
+    name: String,
+    args: Value,
+    /// Set once the task has emitted the call's `tool_result`.
+    ended: Arc<AtomicBool>,
+}
+
+/// Runs one turn's calls concurrently; every call ends in exactly one `tool_result`, and the
+/// answer holds exactly one outcome per call, in the order asked, whatever happens to its task (a
+/// panic outside the tool itself becomes that call's `panic` error, logged). Dropping the returned
+/// future (the run was cancelled) aborts the calls: async tools stop at their next await,
 /// blocking work is abandoned, child processes are killed on drop.
 pub async fn execute(
     registry: &ToolRegistry,
@@ -288,79 +316,148 @@ pub async fn execute(
     mut next_sequence_number: impl FnMut() -> u32,
 ) -> Vec<ToolOutcome> {
     let mut running = JoinSet::new();
+    let mut tasks = std::collections::HashMap::new();
+    let mut started = Vec::with_capacity(calls.len());
     let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
     for (index, call) in calls.into_iter().enumerate() {
         let call_id = crate::runs::new_id("call");
         let tool = registry.get(&call.name);
+        let display = tool.as_ref().and_then(|tool| {
+            std::panic::catch_unwind(AssertUnwindSafe(|| tool.display(&call.args)))
+                .ok()
+                .flatten()
+        });
         run.emit(EventKind::ToolCallStarted {
             call_id: call_id.clone(),
             name: call.name.clone(),
-            display: tool.as_ref().and_then(|tool| tool.display(&call.args)),
+            display,
             args: call.args.clone(),
             sequence_number: next_sequence_number(),
         });
-        let context = ToolContext {
-            cancel: run.cancellation().child_token(),
-            output: OutputSink {
-                run: run.clone(),
-                call_id: call_id.clone(),
-                streamed_chars: Arc::default(),
-            },
-            workspace: registry.workspace.clone(),
-            blocking_slots: registry.blocking_slots.clone(),
-        };
-        let run = run.clone();
+        let ended = Arc::new(AtomicBool::new(false));
+        started.push(Started {
+            call_id: call_id.clone(),
+            model_call_id: call.model_call_id.clone(),
+            name: call.name.clone(),
+            args: call.args.clone(),
+            ended: ended.clone(),
+        });
+        let context = ToolContext::new(registry, run, &call_id);
         let limits = CallLimits {
             timeout: registry.timeout,
             policy: registry.approval.policy(&call.name),
             approval_timeout: registry.approval.timeout(),
         };
-        running.spawn(async move {
-            let CallEnd {
-                result,
-                duration_ms,
-                refused,
-            } = approve_and_call(tool, &call, &call_id, context, &run, limits).await;
-            let (status, output, error) = match &result {
-                Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
-                Err(error) if refused => (ToolResultStatus::Denied, None, Some(error.clone())),
-                // A tool that gave up because the run was stopped did not fail: it was cancelled.
-                Err(_) if run.cancellation().is_cancelled() => (
-                    ToolResultStatus::Cancelled,
-                    None,
-                    Some(tool_error(
-                        "cancelled",
-                        "The run was stopped before this tool finished.",
-                    )),
-                ),
-                Err(error) => (ToolResultStatus::Error, None, Some(error.clone())),
-            };
-            run.emit(EventKind::ToolResult {
-                call_id: call_id.clone(),
-                status,
-                duration_ms,
-                output,
-                truncated: false,
-                full_length: None,
-                error,
-            });
-            (
-                index,
-                ToolOutcome {
-                    call_id,
-                    name: call.name,
-                    args: call.args,
-                    result,
-                },
-            )
-        });
+        let task = run_call(tool, call, call_id, context, run.clone(), limits, ended);
+        let handle = running.spawn(async move { (index, task.await) });
+        tasks.insert(handle.id(), index);
     }
-    while let Some(joined) = running.join_next().await {
-        if let Ok((index, outcome)) = joined {
-            outcomes[index] = Some(outcome);
+    while let Some(joined) = running.join_next_with_id().await {
+        match joined {
+            Ok((_, (index, outcome))) => outcomes[index] = Some(outcome),
+            Err(error) => {
+                let call = tasks.get(&error.id()).and_then(|index| started.get(*index));
+                tracing::error!(
+                    tool = call.map(|call| call.name.as_str()),
+                    call_id = call.map(|call| call.call_id.as_str()),
+                    panicked = error.is_panic(),
+                    "a tool call's task failed outside the tool"
+                );
+            }
         }
     }
-    outcomes.into_iter().flatten().collect()
+    started
+        .into_iter()
+        .zip(outcomes)
+        .map(|(call, outcome)| outcome.unwrap_or_else(|| failed_task(run, call)))
+        .collect()
+}
+
+impl ToolContext {
+    fn new(registry: &ToolRegistry, run: &Arc<Run>, call_id: &str) -> Self {
+        ToolContext {
+            cancel: run.cancellation().child_token(),
+            output: OutputSink {
+                run: run.clone(),
+                call_id: call_id.to_owned(),
+                streamed_chars: Arc::default(),
+            },
+            workspace: registry.workspace.clone(),
+            blocking_slots: registry.blocking_slots.clone(),
+        }
+    }
+}
+
+/// The outcome of a call whose task failed: its `tool_result` (unless the task sent it before it
+/// failed) and a `panic` error for the model.
+fn failed_task(run: &Run, call: Started) -> ToolOutcome {
+    let error = tool_error("panic", "The tool crashed.");
+    if !call.ended.load(Ordering::Acquire) {
+        run.emit(EventKind::ToolResult {
+            call_id: call.call_id.clone(),
+            status: ToolResultStatus::Error,
+            duration_ms: 0,
+            output: None,
+            truncated: false,
+            full_length: None,
+            error: Some(error.clone()),
+        });
+    }
+    ToolOutcome {
+        call_id: call.call_id,
+        model_call_id: call.model_call_id,
+        name: call.name,
+        args: call.args,
+        result: Err(error),
+    }
+}
+
+/// One call, from approval to its `tool_result`.
+async fn run_call(
+    tool: Option<Arc<dyn Tool>>,
+    call: ToolCallRequest,
+    call_id: String,
+    context: ToolContext,
+    run: Arc<Run>,
+    limits: CallLimits,
+    ended: Arc<AtomicBool>,
+) -> ToolOutcome {
+    let CallEnd {
+        result,
+        duration_ms,
+        refused,
+    } = approve_and_call(tool, &call, &call_id, context, &run, limits).await;
+    let (status, output, error) = match &result {
+        Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
+        Err(error) if refused => (ToolResultStatus::Denied, None, Some(error.clone())),
+        // A tool that gave up because the run was stopped did not fail: it was cancelled.
+        Err(_) if run.cancellation().is_cancelled() => (
+            ToolResultStatus::Cancelled,
+            None,
+            Some(tool_error(
+                "cancelled",
+                "The run was stopped before this tool finished.",
+            )),
+        ),
+        Err(error) => (ToolResultStatus::Error, None, Some(error.clone())),
+    };
+    run.emit(EventKind::ToolResult {
+        call_id: call_id.clone(),
+        status,
+        duration_ms,
+        output,
+        truncated: false,
+        full_length: None,
+        error,
+    });
+    ended.store(true, Ordering::Release);
+    ToolOutcome {
+        call_id,
+        model_call_id: call.model_call_id,
+        name: call.name,
+        args: call.args,
+        result,
+    }
 }
 
 /// What one call may take: its run time, and the approval its tool's policy asks for.
@@ -421,7 +518,9 @@ async fn approve_and_call(
         return ended(Err(error), refused);
     }
     let started = Instant::now();
-    let future = AssertUnwindSafe(tool.call(call.args.clone(), context.clone())).catch_unwind();
+    // The call itself inside the guard too: a tool may panic before it returns its future.
+    let args = call.args.clone();
+    let future = AssertUnwindSafe(async { tool.call(args, context.clone()).await }).catch_unwind();
     let result = match tokio::time::timeout(limits.timeout, future).await {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => Err(tool_error(

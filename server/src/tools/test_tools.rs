@@ -95,7 +95,8 @@ impl Tool for Sleep {
     }
 }
 
-/// `fail {message?, panic?}`: ends with an error, or panics.
+/// `fail {message?, panic?, panic_early?}`: ends with an error, or panics (`panic_early`: before
+/// it returns its future, as a tool that checks its arguments with `unwrap` would).
 pub struct Fail;
 
 impl Tool for Fail {
@@ -108,10 +109,13 @@ impl Tool for Fail {
     }
 
     fn parameters(&self) -> Value {
-        json!({"type": "object", "properties": {"message": {"type": "string"}, "panic": {"type": "boolean"}}})
+        json!({"type": "object", "properties": {"message": {"type": "string"}, "panic": {"type": "boolean"}, "panic_early": {"type": "boolean"}}})
     }
 
     fn call(&self, args: Value, _context: ToolContext) -> ToolFuture {
+        if args.get("panic_early").and_then(Value::as_bool) == Some(true) {
+            panic!("panicked before returning its future");
+        }
         Box::pin(async move {
             let message = args
                 .get("message")
