@@ -755,9 +755,13 @@ async fn conversations_list_newest_first_and_health_reports_the_database() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
+async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats() {
     let server = TestServer::start().await;
-    server.scenario("short", json!({"steps": [{"text": "ok"}]}));
+    // Quiet for longer than the heartbeat interval (15 s), then done.
+    server.scenario(
+        "short",
+        json!({"steps": [{"text": "ok"}, {"pause_ms": 16_000}, {"text": "done"}]}),
+    );
     let response = server.post_chat("scenario:short", "hi", false).await;
     let headers = response.headers().clone();
     assert_eq!(
@@ -771,7 +775,17 @@ async fn sse_responses_are_uncached_unbuffered_and_send_heartbeats_header() {
         Some("no")
     );
     assert!(headers.get("content-encoding").is_none());
-    SseStream::new(response).collect().await;
+    let mut stream = SseStream::new(response);
+    let mut events = Vec::new();
+    while let Some(event) = stream.next_event().await {
+        events.push(event);
+    }
+    assert_invariants(&events);
+    assert!(
+        stream.comments.iter().any(|comment| comment == "heartbeat"),
+        "a quiet stream sends a heartbeat comment: {:?}",
+        stream.comments
+    );
     server.stop().await;
 }
 

@@ -68,6 +68,7 @@ async fn trace_on(client: &reqwest::Client, base: &str, started: &Value) -> Valu
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: GLASSBOX_TEST_STORE=postgres with --include-ignored (scripts/test.sh)"]
 async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on_another() {
     if postgres_only("several instances share a PostgreSQL database") {
         return;
@@ -195,6 +196,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: GLASSBOX_TEST_STORE=postgres with --include-ignored (scripts/test.sh)"]
 async fn an_approval_answered_on_another_instance_reaches_the_run() {
     if postgres_only("several instances share a PostgreSQL database") {
         return;
@@ -258,6 +260,7 @@ async fn an_approval_answered_on_another_instance_reaches_the_run() {
 /// `instances` keeps only live and recently lost instances: a tool's connection takes no lease,
 /// and an instance gone for over an hour is forgotten by the next heartbeat of a live one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: GLASSBOX_TEST_STORE=postgres with --include-ignored (scripts/test.sh)"]
 async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
     if postgres_only("leases are PostgreSQL's") {
         return;
@@ -294,6 +297,7 @@ async fn tools_take_no_lease_and_long_gone_instances_are_forgotten() {
 /// at every event: before the fix each batch it handed out sent it back to the tables (500
 /// readers made 3,400 queries a second). `/healthz` counts the readers' own table reads.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs PostgreSQL: GLASSBOX_TEST_STORE=postgres with --include-ignored (scripts/test.sh)"]
 async fn a_reader_on_another_instance_keeps_to_the_shared_fetch() {
     if postgres_only("several instances share a PostgreSQL database") {
         return;

@@ -108,10 +108,16 @@ impl TestServer {
             .await
             .expect("bind");
         let base = format!("http://{}", listener.local_addr().expect("address"));
+        // The binary's own accept loop (connection cap, header timeout, peer address), not
+        // axum::serve, so these tests exercise what the binary serves with.
         let router = server.router;
-        let task = tokio::spawn(async move {
-            let _ = axum::serve(listener, router).await;
-        });
+        let limits = config.connection_limits(65_536);
+        let task = tokio::spawn(glassbox::http::serve::serve(
+            listener,
+            router,
+            limits,
+            std::future::pending(),
+        ));
         TestServer {
             base,
             client: reqwest::Client::builder()
@@ -215,11 +221,14 @@ pub struct Frame {
     pub data: String,
 }
 
-/// A minimal, strict SSE reader over a real HTTP response body.
+/// A minimal, strict SSE reader over a real HTTP response body. Bytes are decoded as UTF-8 only
+/// once a frame is whole, so a character split across two reads is read whole, and invalid UTF-8
+/// fails the test instead of passing as U+FFFD.
 pub struct SseStream {
     body: futures::stream::BoxStream<'static, reqwest::Result<bytes::Bytes>>,
-    buffer: String,
-    pub comments: usize,
+    buffer: Vec<u8>,
+    /// The comment lines read so far (heartbeats), without the colon.
+    pub comments: Vec<String>,
 }
 
 impl SseStream {
@@ -236,24 +245,25 @@ impl SseStream {
         );
         SseStream {
             body: response.bytes_stream().boxed(),
-            buffer: String::new(),
-            comments: 0,
+            buffer: Vec::new(),
+            comments: Vec::new(),
         }
     }
 
     /// The next frame, or `None` at the end of the stream.
     pub async fn next_frame(&mut self) -> Option<Frame> {
         loop {
-            if let Some(end) = self.buffer.find("\n\n") {
-                let block: String = self.buffer.drain(..end + 2).collect();
+            if let Some(end) = self.buffer.windows(2).position(|pair| pair == b"\n\n") {
+                let bytes: Vec<u8> = self.buffer.drain(..end + 2).collect();
+                let block = String::from_utf8(bytes).expect("an SSE frame is UTF-8");
                 let mut frame = Frame {
                     id: None,
                     data: String::new(),
                 };
                 let mut has_data = false;
                 for line in block.lines() {
-                    if line.starts_with(':') {
-                        self.comments += 1;
+                    if let Some(comment) = line.strip_prefix(':') {
+                        self.comments.push(comment.trim().to_owned());
                     } else if let Some(id) = line.strip_prefix("id:") {
                         frame.id = Some(id.trim().to_owned());
                     } else if let Some(data) = line.strip_prefix("data:") {
@@ -270,7 +280,7 @@ impl SseStream {
                 continue;
             }
             match self.body.next().await {
-                Some(Ok(bytes)) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                Some(Ok(bytes)) => self.buffer.extend_from_slice(&bytes),
                 _ => return None,
             }
         }
