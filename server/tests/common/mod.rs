@@ -466,3 +466,32 @@ pub fn everything_mcp_server() -> std::path::PathBuf {
     );
     path
 }
+
+/// Everything the database holds: SQLite's files, or every row of PostgreSQL's tables as text.
+pub async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
+    let mut stored = Vec::new();
+    if postgres::enabled() {
+        let store = open_store(dir).await;
+        let pool = store.postgres().expect("PostgreSQL").pool();
+        for table in [
+            "conversations",
+            "messages",
+            "agent_traces",
+            "trace_event_chunks",
+            "model_turns",
+        ] {
+            let rows: Vec<String> =
+                sqlx::query_scalar(&format!("SELECT row_to_json(t)::text FROM {table} t"))
+                    .fetch_all(pool)
+                    .await
+                    .expect("read a table");
+            stored.extend(rows.concat().into_bytes());
+        }
+        store.close().await;
+        return stored;
+    }
+    for entry in std::fs::read_dir(dir.path().join("data")).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read database file"));
+    }
+    stored
+}
