@@ -362,3 +362,106 @@ async fn an_http_server_gets_its_configured_headers_and_a_refusal_is_reported() 
     assert_eq!(header("x-team"), Some("glassbox"));
     server.stop().await;
 }
+
+/// The reported leak: a stdio server inherited Glassbox's whole environment, provider keys
+/// included, and a tool that prints its environment put them into the events. It now gets only
+/// the safe base set (`PATH`, `HOME`, ...) and what its `env` names. A failed server's status,
+/// which every signed-in user reads, names no command line, URL or library type; the log keeps
+/// the detail without the URL's path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_gets_a_safe_environment_and_failures_show_no_internals() {
+    const PROVIDER_KEY: &str = "provider-key-value-0123456789";
+    const UNRELATED: &str = "unrelated-value-that-stays-home";
+    const GIVEN: &str = "given-to-the-server-on-purpose";
+    let dir = test_dir();
+    let providers = json!({
+        "providers": [{"name": "remote", "kind": "openai_chat", "base_url": "http://127.0.0.1:9/v1",
+                       "api_key_env": "GLASSBOX_TEST_PROVIDER_KEY", "models": ["m"]}],
+        "mcp_servers": {
+            "everything": {"command": "node", "args": [everything_mcp_server(), "stdio"],
+                           "env": {"GIVEN_TO_SERVER": "${GLASSBOX_TEST_GIVEN}"}},
+            "broken": {"command": dir.path().join("no-such-program"),
+                       "args": ["--token", "command-line-secret"]},
+            "hosted": {"url": "http://127.0.0.1:9/mcp/path-token-0123456789"}
+        },
+        "approval": {"mcp": "auto"},
+    });
+    let file = dir.path().join("providers.json");
+    std::fs::write(&file, providers.to_string()).expect("write");
+    write_scenario(
+        &dir,
+        "env",
+        json!({"steps": [{"tool_calls": [{"name": "everything__get-env", "args": {}}]},
+                         {"text": "done"}]}),
+    );
+    let log_path = dir.path().join("glassbox.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let binary = launch_with(
+        &dir,
+        &["--providers-file", file.to_str().expect("path")],
+        &[
+            ("GLASSBOX_TEST_PROVIDER_KEY", PROVIDER_KEY),
+            ("GLASSBOX_TEST_UNRELATED", UNRELATED),
+            ("GLASSBOX_TEST_GIVEN", GIVEN),
+        ],
+        log.into(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let response = client
+        .post(format!("{}/api/chat", binary.base))
+        .json(&json!({"model": "scenario:env", "content": "env"}))
+        .send()
+        .await
+        .expect("POST /api/chat");
+    let events = SseStream::new(response).collect().await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    let output = output.unwrap_or_default();
+    assert!(output.contains("\"PATH\""), "{output}");
+    assert!(
+        output.contains("GIVEN_TO_SERVER") && output.contains(GIVEN),
+        "{output}"
+    );
+    for never in [
+        "GLASSBOX_TEST_PROVIDER_KEY",
+        PROVIDER_KEY,
+        "GLASSBOX_TEST_UNRELATED",
+        UNRELATED,
+        "CARGO_MANIFEST_DIR",
+    ] {
+        assert!(
+            !output.contains(never),
+            "{never} reached the server: {output}"
+        );
+    }
+    let listed = get_json_at(&client, format!("{}/api/tools", binary.base)).await;
+    let servers = listed["mcp_servers"].as_array().expect("servers").clone();
+    let state = |name: &str| servers.iter().find(|s| s["name"] == name).cloned();
+    assert_eq!(state("everything").expect("everything")["state"], "running");
+    for name in ["broken", "hosted"] {
+        let server = state(name).expect("a failed server");
+        assert_eq!(server["state"], "failed", "{server}");
+        let error = server["error"].as_str().unwrap_or_default();
+        assert!(!error.is_empty(), "{server}");
+        for never in [
+            "no-such-program",
+            "command-line-secret",
+            "127.0.0.1",
+            "path-token",
+            "::",
+            "os error",
+            "Transport",
+            "Error",
+        ] {
+            assert!(!error.contains(never), "{never} in {server}");
+        }
+    }
+
+    drop(binary);
+    let log = std::fs::read_to_string(&log_path).expect("read the log");
+    assert!(log.contains("no-such-program"), "the log keeps the detail");
+    for never in [PROVIDER_KEY, "path-token-0123456789", "command-line-secret"] {
+        assert!(!log.contains(never), "{never} reached the log: {log}");
+    }
+}

@@ -118,7 +118,10 @@ async fn call(
             PeerRequestOptions::no_options(),
         )
         .await
-        .map_err(|error| unavailable(error.to_string()))?;
+        .map_err(|error| {
+            tracing::warn!(server = %server.name, %error, "an MCP request could not be sent");
+            unavailable("it did not take the request".into())
+        })?;
     let mut progress = server
         .handler
         .progress
@@ -147,7 +150,17 @@ async fn call(
             "mcp_error",
             "The MCP server answered with something other than a tool result.",
         )),
-        Ok(Err(error)) => Err(tool_error("mcp_error", error.to_string())),
+        // The server's own message; anything else is the library's, for the log only.
+        Ok(Err(rmcp::ServiceError::McpError(error))) => {
+            Err(tool_error("mcp_error", error.message.into_owned()))
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(server = %server.name, %error, "an MCP call failed");
+            Err(tool_error(
+                "mcp_error",
+                "The MCP server did not answer the call properly.",
+            ))
+        }
         Err(_) => Err(unavailable("it stopped during the call".into())),
     }
 }

@@ -3,6 +3,11 @@
 //! dies; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
 //! built-in ones. A server that fails to start is logged and reported by `GET /api/tools`; the
 //! rest works.
+//!
+//! A stdio server gets only [`INHERITED_ENV`] of Glassbox's environment plus its own `env`: never
+//! the provider keys or anything else Glassbox was given. What `GET /api/tools` says of a failed
+//! server is a fixed phrase ([`Failure::shown`]); the detail (the library's error, the command,
+//! the URL without its path) goes to the log only.
 
 mod call;
 mod content;
@@ -38,6 +43,40 @@ const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(60);
 /// A server that stayed up this long restarts after the first delay again.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The variables of Glassbox's environment a stdio server inherits: the default set of the
+/// official MCP SDKs (TypeScript, Python). Anything else it needs is named in its `env`.
+#[cfg(windows)]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+#[cfg(not(windows))]
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// Why a server is not usable: a fixed phrase for users, and the detail for the log.
+struct Failure {
+    /// What `GET /api/tools` shows: no command, URL or library type.
+    shown: &'static str,
+    detail: String,
+}
+
+fn failure(shown: &'static str, detail: impl std::fmt::Display) -> Failure {
+    Failure {
+        shown,
+        detail: detail.to_string(),
+    }
+}
 
 /// One server of `mcp_servers`, in the shape other MCP clients use: a command (stdio) or a URL.
 #[derive(Clone, Debug, Deserialize)]
@@ -184,7 +223,7 @@ impl McpServer {
     }
 
     /// Starts the server, lists its tools, and publishes them.
-    async fn connect(self: &Arc<Self>) -> Result<RunningService<RoleClient, Handler>, String> {
+    async fn connect(self: &Arc<Self>) -> Result<RunningService<RoleClient, Handler>, Failure> {
         let (service, pid) = match &self.config {
             McpServerConfig::Stdio(config) => {
                 let transport = self.spawn(config)?;
@@ -196,12 +235,18 @@ impl McpServer {
                 (self.handler.clone().serve(transport).await, None)
             }
         };
-        let service = service.map_err(|error| format!("the MCP handshake failed: {error}"))?;
-        let listed = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|error| format!("listing its tools failed: {error}"))?;
+        let service = service.map_err(|error| {
+            failure(
+                "it did not complete the MCP handshake",
+                format!("the MCP handshake failed: {error}"),
+            )
+        })?;
+        let listed = service.peer().list_all_tools().await.map_err(|error| {
+            failure(
+                "it did not list its tools",
+                format!("listing its tools failed: {error}"),
+            )
+        })?;
         let mut tools: Vec<Arc<McpTool>> = Vec::new();
         for tool in listed {
             let tool = Arc::new(McpTool::new(self.clone(), tool));
@@ -224,10 +269,20 @@ impl McpServer {
         Ok(service)
     }
 
-    /// Spawns a stdio server with its stderr read into our logs. It dies with us (Linux).
-    fn spawn(&self, config: &StdioConfig) -> Result<TokioChildProcess, String> {
+    /// Spawns a stdio server with its stderr read into our logs, in the safe base environment
+    /// ([`INHERITED_ENV`]) plus its `env`. It dies with us (Linux).
+    fn spawn(&self, config: &StdioConfig) -> Result<TokioChildProcess, Failure> {
         let mut command = tokio::process::Command::new(&config.command);
-        command.args(&config.args).kill_on_drop(true);
+        command.args(&config.args).kill_on_drop(true).env_clear();
+        for name in INHERITED_ENV {
+            match std::env::var_os(name) {
+                // A shell function exported as a variable (`() { ...`) is not passed on.
+                Some(value) if !value.to_string_lossy().starts_with("()") => {
+                    command.env(name, value);
+                }
+                _ => {}
+            }
+        }
         for (key, value) in &config.env {
             command.env(key, expand_env(value));
         }
@@ -238,7 +293,13 @@ impl McpServer {
         let (transport, stderr) = TokioChildProcess::builder(command)
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .map_err(|error| format!("cannot start `{}`: {error}", config.command))?;
+            .map_err(|error| {
+                // The program only: its arguments may carry a secret.
+                failure(
+                    "its command could not be started",
+                    format!("cannot start `{}`: {error}", config.command),
+                )
+            })?;
         if let Some(stderr) = stderr {
             let server = self.name.clone();
             tokio::spawn(async move {
@@ -262,14 +323,14 @@ impl McpServer {
             let attempt = tokio::time::timeout(START_TIMEOUT, self.connect()).await;
             let service = match attempt {
                 Ok(Ok(service)) => Some(service),
-                Ok(Err(error)) => {
-                    self.failed(error);
+                Ok(Err(failure)) => {
+                    self.failed(failure);
                     None
                 }
                 Err(_) => {
-                    self.failed(format!(
-                        "it did not start within {} s",
-                        START_TIMEOUT.as_secs()
+                    self.failed(failure(
+                        "it did not start in time",
+                        format!("it did not start within {} s", START_TIMEOUT.as_secs()),
                     ));
                     None
                 }
@@ -280,7 +341,7 @@ impl McpServer {
             if let Some(service) = service {
                 tracing::info!(server = %self.name, tools = self.tools().len(), "MCP server started");
                 let reason = service.waiting().await;
-                self.failed(format!("it stopped ({reason:?})"));
+                self.failed(failure("it stopped", format!("it stopped ({reason:?})")));
                 if started.elapsed() > STABLE_AFTER {
                     delay = FIRST_RESTART_DELAY;
                 }
@@ -291,26 +352,46 @@ impl McpServer {
         }
     }
 
-    fn failed(&self, error: String) {
+    /// Logs the detail (without secrets or a URL's path) and shows the fixed phrase.
+    fn failed(&self, failure: Failure) {
+        let mut error = crate::redact::redact_text(&failure.detail).into_owned();
+        if let McpServerConfig::Http(config) = &self.config {
+            error = without_url_path(&error, &config.url);
+        }
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
         self.set(Connection {
-            status: ServerStatus::Failed { error },
+            status: ServerStatus::Failed {
+                error: failure.shown.to_owned(),
+            },
             ..Connection::default()
         });
+    }
+}
+
+/// `text` with the path and query of `url` (hosted MCP URLs often carry a token there) replaced
+/// by `/…`: the log still says which host failed.
+fn without_url_path(text: &str, url: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |at| at + 3);
+    match url[after_scheme..].find(['/', '?']) {
+        Some(at) if url.len() > after_scheme + at + 1 => {
+            text.replace(&url[after_scheme + at..], "/…")
+        }
+        _ => text.to_owned(),
     }
 }
 
 /// A Streamable HTTP connection to `config.url`, with its headers.
 fn http_transport(
     config: &HttpConfig,
-) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, Failure> {
+    let invalid = |detail: String| failure("its connection settings are not valid", detail);
     use reqwest_mcp::header::{HeaderName, HeaderValue};
     let mut headers = std::collections::HashMap::new();
     for (name, value) in &config.headers {
         let name = HeaderName::try_from(name.as_str())
-            .map_err(|_| format!("'{name}' is not a valid header name"))?;
+            .map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
         let value = HeaderValue::try_from(expand_env(value))
-            .map_err(|_| format!("the value of header '{name}' is not valid"))?;
+            .map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
         headers.insert(name, value);
     }
     // The process-wide TLS provider: ring, as for the model providers' client.
@@ -318,7 +399,7 @@ fn http_transport(
     let client = reqwest_mcp::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .build()
-        .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        .map_err(|error| invalid(format!("cannot build the HTTP client: {error}")))?;
     let transport_config =
         StreamableHttpClientTransportConfig::with_uri(config.url.as_str()).custom_headers(headers);
     Ok(StreamableHttpClientTransport::with_client(
