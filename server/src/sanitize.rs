@@ -18,28 +18,15 @@ use serde_json::Value;
 
 use app::protocol::EventKind;
 
+pub use crate::redact::is_secret_key;
 pub use crate::redact::REDACTED;
 use crate::redact::{redact_in_place, redact_raw_json, Streams};
 /// The key under which tool arguments that are not valid JSON travel, as the model sent them.
 pub const RAW_ARGUMENTS_KEY: &str = "_raw";
-/// Substrings (case-insensitive) of a key whose value is never shown.
-pub const SECRET_KEY_PARTS: [&str; 6] = [
-    "key",
-    "token",
-    "secret",
-    "password",
-    "authorization",
-    "cookie",
-];
 pub const MAX_ARG_STRING_CHARS: usize = 4096;
 pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
 pub const MAX_DELTA_CHARS: usize = 8 * 1024;
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
-
-pub fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
-}
 
 /// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens; it is
 /// not a credential.
@@ -407,6 +394,24 @@ mod tests {
         for event in streams.flush_all() {
             let text = serde_json::to_string(&event).unwrap_or_default();
             assert!(!text.contains(SECRET), "{text}");
+        }
+    }
+
+    #[test]
+    fn secret_key_names_include_whole_words_like_auth() {
+        for key in [
+            "auth",
+            "basicAuth",
+            "x-auth",
+            "OAUTH",
+            "credentials",
+            "db_passwd",
+            "PWD",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in ["author", "authority", "path", "query", "pwdx"] {
+            assert!(!is_secret_key(key), "{key}");
         }
     }
 
