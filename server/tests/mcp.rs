@@ -465,3 +465,94 @@ async fn a_stdio_server_gets_a_safe_environment_and_failures_show_no_internals()
         assert!(!log.contains(never), "{never} reached the log: {log}");
     }
 }
+
+/// A server that is down keeps its tools: a call to one ends with `mcp_unavailable`, not
+/// `unknown_tool` (the model saw the tool; the server is what is missing). This server starts
+/// once, then fails every restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_server_that_is_down_is_mcp_unavailable() {
+    let dir = test_dir();
+    let mark = dir.path().join("started-once");
+    let servers = json!({"flaky": {
+        "command": "sh",
+        "args": ["-c", "if [ -e \"$MARK\" ]; then exit 1; fi; : > \"$MARK\"; exec node \"$0\" stdio",
+                 everything_mcp_server()],
+        "env": {"MARK": mark},
+    }});
+    let server = start_with_servers(dir, servers).await;
+    let (_, listed) = server.get_json("/api/tools").await;
+    assert_eq!(listed["mcp_servers"][0]["state"], "running", "{listed}");
+    let pid = listed["mcp_servers"][0]["pid"].as_u64().expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        if listed["mcp_servers"][0]["state"] == "failed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still running: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    one_call(&server, "echo", "flaky__echo", json!({"message": "hi"}));
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    let (status, _, kind) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Error);
+    assert_eq!(kind.as_deref(), Some("mcp_unavailable"));
+    server.stop().await;
+}
+
+/// A call's last progress notification arrives before its result, however close they are: seven
+/// calls at once, each with three quick steps, each report all three before its `tool_result`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_progress_notification_of_every_call_arrives_before_its_result() {
+    let server = start(false).await;
+    let call = json!({"name": "everything__trigger-long-running-operation",
+                      "args": {"duration": 0.15, "steps": 3}});
+    server.scenario(
+        "steps",
+        json!({"steps": [{"tool_calls": vec![call; 7]}, {"text": "done"}]}),
+    );
+    for _ in 0..2 {
+        let events = server
+            .chat_stream("scenario:steps", "go")
+            .await
+            .collect()
+            .await;
+        let mut last_progress = std::collections::HashMap::new();
+        let mut lost = Vec::new();
+        for event in &events {
+            match &event.kind {
+                EventKind::ToolCallUpdate {
+                    call_id,
+                    progress: Some(progress),
+                    ..
+                } => {
+                    last_progress.insert(call_id.clone(), progress["progress"].clone());
+                }
+                EventKind::ToolResult {
+                    call_id, status, ..
+                } => {
+                    assert_eq!(*status, ToolResultStatus::Success);
+                    if last_progress.get(call_id) != Some(&json!(3.0)) {
+                        lost.push(last_progress.get(call_id).cloned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            lost.is_empty(),
+            "{} of 7 calls lost their last report: {lost:?}",
+            lost.len()
+        );
+    }
+    server.stop().await;
+}

@@ -359,12 +359,14 @@ impl McpServer {
             error = without_url_path(&error, &config.url);
         }
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
-        self.set(Connection {
-            status: ServerStatus::Failed {
+        // Its tools stay known (the model may call them: `mcp_unavailable`) until it lists
+        // them again.
+        if let Ok(mut connection) = self.connection.write() {
+            connection.peer = None;
+            connection.status = ServerStatus::Failed {
                 error: failure.shown.to_owned(),
-            },
-            ..Connection::default()
-        });
+            };
+        }
     }
 }
 
@@ -490,7 +492,8 @@ impl McpHub {
         server.tool(name)
     }
 
-    /// Every tool of every running server.
+    /// Every tool of every server, as it last listed them: a server that is down (restarting)
+    /// keeps its tools, whose calls end with `mcp_unavailable`.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
         self.servers
             .iter()
