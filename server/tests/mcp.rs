@@ -27,7 +27,9 @@ async fn start_with_servers(dir: std::sync::Arc<tempfile::TempDir>, servers: Val
     // MCP tools ask for approval unless told otherwise (tests/approval.rs covers asking).
     let providers = json!({ "mcp_servers": servers, "approval": {"mcp": "auto"} });
     std::fs::write(&file, providers.to_string()).expect("write");
-    TestServer::start_with(dir, |config| config.providers_file = Some(file)).await
+    let server = TestServer::start_with(dir, |config| config.providers_file = Some(file)).await;
+    until_mcp_started(&server.client, &server.base).await;
+    server
 }
 
 fn tool_result(
@@ -408,6 +410,7 @@ async fn a_stdio_server_gets_a_safe_environment_and_failures_show_no_internals()
     )
     .await;
     let client = reqwest::Client::new();
+    until_mcp_started(&client, &binary.base).await;
     let response = client
         .post(format!("{}/api/chat", binary.base))
         .json(&json!({"model": "scenario:env", "content": "env"}))
@@ -554,5 +557,102 @@ async fn the_last_progress_notification_of_every_call_arrives_before_its_result(
             lost.len()
         );
     }
+    server.stop().await;
+}
+
+/// A fixture server of `tools/mcp/fixtures`, on the official SDK.
+fn fixture(name: &str) -> std::path::PathBuf {
+    let server = everything_mcp_server();
+    let tools_mcp = server.ancestors().nth(5).expect("tools/mcp").to_path_buf();
+    tools_mcp.join("fixtures").join(name)
+}
+
+/// Waits until `/api/tools` says the server `name` runs.
+async fn until_running(server: &TestServer, name: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        let state = listed["mcp_servers"]
+            .as_array()
+            .and_then(|servers| servers.iter().find(|s| s["name"] == name))
+            .map(|s| s["state"].clone());
+        if state == Some(json!("running")) {
+            return listed;
+        }
+        assert!(Instant::now() < deadline, "{name} is not running: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `notifications/tools/list_changed` refreshes a server's tools: a tool it adds while running is
+/// listed and can be called, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_is_picked_up_without_a_restart() {
+    let servers = json!({"changing": {"command": "node", "args": [fixture("list-changed.mjs")]}});
+    let server = start_with_servers(test_dir(), servers).await;
+    let listed = until_running(&server, "changing").await;
+    assert_eq!(listed["mcp_servers"][0]["tools"], 1, "{listed}");
+    one_call(&server, "add", "changing__add-tool", json!({}));
+    let events = server
+        .chat_stream("scenario:add", "add")
+        .await
+        .collect()
+        .await;
+    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        if listed["mcp_servers"][0]["tools"] == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new tool is not listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    one_call(&server, "added", "changing__added", json!({}));
+    let events = server
+        .chat_stream("scenario:added", "added")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert_eq!(output.as_deref(), Some("added works"));
+    server.stop().await;
+}
+
+/// Start-up does not wait for a server that never answers `initialize`: the server listens at
+/// once, says the silent one is starting, and one that answers joins when it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_does_not_wait_for_a_server_that_never_answers() {
+    let dir = test_dir();
+    let file = dir.path().join("providers.json");
+    let providers = json!({
+        "mcp_servers": {
+            "silent": {"command": "sleep", "args": ["600"]},
+            "everything": {"command": "node", "args": [everything_mcp_server(), "stdio"]}
+        },
+        "approval": {"mcp": "auto"},
+    });
+    std::fs::write(&file, providers.to_string()).expect("write");
+    let started = Instant::now();
+    let server = TestServer::start_with(dir, |config| config.providers_file = Some(file)).await;
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(5),
+        "start-up waited {waited:?}"
+    );
+    let (status, _) = server.get_json("/healthz").await;
+    assert_eq!(status, 200);
+    let listed = until_running(&server, "everything").await;
+    let silent = listed["mcp_servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["name"] == "silent"))
+        .cloned();
+    assert_eq!(silent.map(|s| s["state"].clone()), Some(json!("starting")));
+    echo_works(&server, "joined").await;
     server.stop().await;
 }

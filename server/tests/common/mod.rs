@@ -367,6 +367,26 @@ pub fn assert_invariants(events: &[Event]) {
     );
 }
 
+/// Waits until no MCP server of the instance at `base` is still `starting` (start-up does not
+/// wait for them); answers `GET /api/tools` then.
+pub async fn until_mcp_started(client: &reqwest::Client, base: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let listed = get_json_at(client, format!("{base}/api/tools")).await;
+        let starting = listed["mcp_servers"]
+            .as_array()
+            .is_some_and(|servers| servers.iter().any(|s| s["state"] == "starting"));
+        if !starting {
+            return listed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "an MCP server is still starting: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 pub fn db_path(dir: &TempDir) -> PathBuf {
     dir.path().join("data/glassbox.db")
 }

@@ -1,6 +1,7 @@
 //! MCP tool servers, through the official Rust SDK (`rmcp`). Each server configured in the
-//! providers file (`mcp_servers`) is started once at start-up and restarted with backoff when it
-//! dies; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
+//! providers file (`mcp_servers`) is started at start-up, in the background (Glassbox listens at
+//! once; a server's tools join when it has listed them), and restarted with backoff when it dies;
+//! `notifications/tools/list_changed` lists its tools again; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
 //! built-in ones. A server that fails to start is logged and reported by `GET /api/tools`; the
 //! rest works.
 //!
@@ -144,10 +145,11 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Receives what a server sends on its own: the progress of our calls.
+/// Receives what a server sends on its own: the progress of our calls, and that its tools changed.
 #[derive(Clone)]
 struct Handler {
     progress: ProgressDispatcher,
+    server: std::sync::Weak<McpServer>,
 }
 
 impl ClientHandler for Handler {
@@ -157,6 +159,12 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.handle_notification(params).await;
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            server.refresh_tools(&context.peer).await;
+        }
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -247,6 +255,18 @@ impl McpServer {
                 format!("listing its tools failed: {error}"),
             )
         })?;
+        let tools = self.model_tools(listed);
+        let count = tools.len();
+        self.set(Connection {
+            peer: Some(service.peer().clone()),
+            tools,
+            status: ServerStatus::Running { tools: count, pid },
+        });
+        Ok(service)
+    }
+
+    /// The listed tools as the model sees them.
+    fn model_tools(self: &Arc<Self>, listed: Vec<rmcp::model::Tool>) -> Vec<Arc<McpTool>> {
         let mut tools: Vec<Arc<McpTool>> = Vec::new();
         for tool in listed {
             let tool = Arc::new(McpTool::new(self.clone(), tool));
@@ -260,13 +280,28 @@ impl McpServer {
             }
             tools.push(tool);
         }
+        tools
+    }
+
+    /// Lists the tools again (`notifications/tools/list_changed`) and publishes them, if the
+    /// server still runs.
+    async fn refresh_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) {
+        let listed = match peer.list_all_tools().await {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(server = %self.name, %error, "listing its changed tools failed");
+                return;
+            }
+        };
+        let tools = self.model_tools(listed);
         let count = tools.len();
-        self.set(Connection {
-            peer: Some(service.peer().clone()),
-            tools,
-            status: ServerStatus::Running { tools: count, pid },
-        });
-        Ok(service)
+        if let Ok(mut connection) = self.connection.write() {
+            if let ServerStatus::Running { pid, .. } = connection.status {
+                connection.status = ServerStatus::Running { tools: count, pid };
+                connection.tools = tools;
+            }
+        }
+        tracing::info!(server = %self.name, tools = count, "MCP server's tools changed");
     }
 
     /// Spawns a stdio server with its stderr read into our logs, in the safe base environment
@@ -314,9 +349,7 @@ impl McpServer {
     }
 
     /// Keeps the server running: restarts it with backoff whenever it ends or fails to start.
-    /// `ready` is told after the first attempt.
-    async fn supervise(self: Arc<Self>, ready: tokio::sync::oneshot::Sender<()>) {
-        let mut ready = Some(ready);
+    async fn supervise(self: Arc<Self>) {
         let mut delay = FIRST_RESTART_DELAY;
         loop {
             let started = Instant::now();
@@ -335,9 +368,6 @@ impl McpServer {
                     None
                 }
             };
-            if let Some(ready) = ready.take() {
-                let _ = ready.send(());
-            }
             if let Some(service) = service {
                 tracing::info!(server = %self.name, tools = self.tools().len(), "MCP server started");
                 let reason = service.waiting().await;
@@ -456,27 +486,24 @@ pub struct McpHub {
 }
 
 impl McpHub {
-    /// Starts every server and waits for each one's first attempt (at most [`START_TIMEOUT`]),
-    /// so the first run already sees their tools. Failures are logged, not fatal.
-    pub async fn start(configs: BTreeMap<String, McpServerConfig>) -> Self {
+    /// Starts every server in the background, without waiting: a server that is slow, or never
+    /// answers `initialize`, cannot hold Glassbox's start (its state is `starting` until its first
+    /// attempt ends, at most [`START_TIMEOUT`]); its tools join when it has listed them. Failures
+    /// are logged, not fatal.
+    pub fn start(configs: BTreeMap<String, McpServerConfig>) -> Self {
         let mut servers = Vec::new();
-        let mut waiting = Vec::new();
         for (name, config) in configs {
-            let server = Arc::new(McpServer {
+            let server = Arc::new_cyclic(|server| McpServer {
                 handler: Handler {
                     progress: ProgressDispatcher::new(),
+                    server: server.clone(),
                 },
                 name,
                 config,
                 connection: RwLock::new(Connection::default()),
             });
-            let (ready, started) = tokio::sync::oneshot::channel();
-            tokio::spawn(server.clone().supervise(ready));
+            tokio::spawn(server.clone().supervise());
             servers.push(server);
-            waiting.push(started);
-        }
-        for started in waiting {
-            let _ = started.await;
         }
         McpHub { servers }
     }
