@@ -656,3 +656,42 @@ async fn start_up_does_not_wait_for_a_server_that_never_answers() {
     echo_works(&server, "joined").await;
     server.stop().await;
 }
+
+/// A result larger than the 16 MiB one message may have ends the call at once with an error,
+/// instead of being dropped while the call waits for the tool timeout; the server stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_16_mib_is_an_error_at_once() {
+    let servers = json!({"big": {"command": "node", "args": [fixture("huge-result.mjs")]}});
+    let server = start_with_servers(test_dir(), servers).await;
+    one_call(&server, "huge", "big__huge", json!({}));
+    let started = Instant::now();
+    let events = server
+        .chat_stream("scenario:huge", "huge")
+        .await
+        .collect()
+        .await;
+    let waited = started.elapsed();
+    let error = events
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::ToolResult { error, .. } => error.clone(),
+            _ => None,
+        })
+        .expect("an error");
+    assert_eq!(error.kind, "mcp_error", "{error:?}");
+    assert!(error.message.contains("16 MiB"), "{error:?}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "the call waited {waited:?}"
+    );
+    one_call(&server, "small", "big__small", json!({}));
+    let events = server
+        .chat_stream("scenario:small", "small")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert_eq!(output.as_deref(), Some("small works"));
+    server.stop().await;
+}

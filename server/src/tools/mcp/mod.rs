@@ -12,6 +12,7 @@
 
 mod call;
 mod content;
+mod stdio;
 
 use std::{
     collections::BTreeMap,
@@ -26,12 +27,14 @@ use rmcp::{
     service::{NotificationContext, RunningService},
     transport::{
         streamable_http_client::StreamableHttpClientTransportConfig, StreamableHttpClientTransport,
-        TokioChildProcess,
     },
     ClientHandler, Peer, RoleClient, ServiceExt,
 };
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncBufReadExt;
+use tokio::{
+    io::AsyncBufReadExt,
+    process::{Child, ChildStdin, ChildStdout},
+};
 
 pub use call::McpTool;
 
@@ -64,6 +67,11 @@ pub const INHERITED_ENV: &[&str] = &[
 ];
 #[cfg(not(windows))]
 pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// What a stdio server is read and written through.
+type StdioTransport = (stdio::LineCap<ChildStdout>, ChildStdin);
+/// A running service, and a stdio server's process (killed when dropped).
+type Connected = (RunningService<RoleClient, Handler>, Option<Child>);
 
 /// Why a server is not usable: a fixed phrase for users, and the detail for the log.
 struct Failure {
@@ -230,19 +238,20 @@ impl McpServer {
         }
     }
 
-    /// Starts the server, lists its tools, and publishes them.
-    async fn connect(self: &Arc<Self>) -> Result<RunningService<RoleClient, Handler>, Failure> {
-        let (service, pid) = match &self.config {
+    /// Starts the server, lists its tools, and publishes them. A stdio server's process comes
+    /// back with the service: it is killed when dropped.
+    async fn connect(self: &Arc<Self>) -> Result<Connected, Failure> {
+        let (service, child) = match &self.config {
             McpServerConfig::Stdio(config) => {
-                let transport = self.spawn(config)?;
-                let pid = transport.id();
-                (self.handler.clone().serve(transport).await, pid)
+                let (transport, child) = self.spawn(config)?;
+                (self.handler.clone().serve(transport).await, Some(child))
             }
             McpServerConfig::Http(config) => {
                 let transport = http_transport(config)?;
                 (self.handler.clone().serve(transport).await, None)
             }
         };
+        let pid = child.as_ref().and_then(tokio::process::Child::id);
         let service = service.map_err(|error| {
             failure(
                 "it did not complete the MCP handshake",
@@ -262,7 +271,7 @@ impl McpServer {
             tools,
             status: ServerStatus::Running { tools: count, pid },
         });
-        Ok(service)
+        Ok((service, child))
     }
 
     /// The listed tools as the model sees them.
@@ -305,10 +314,18 @@ impl McpServer {
     }
 
     /// Spawns a stdio server with its stderr read into our logs, in the safe base environment
-    /// ([`INHERITED_ENV`]) plus its `env`. It dies with us (Linux).
-    fn spawn(&self, config: &StdioConfig) -> Result<TokioChildProcess, Failure> {
+    /// ([`INHERITED_ENV`]) plus its `env`; its output is read through [`stdio::LineCap`]. It dies
+    /// with us (Linux), and when its process handle is dropped.
+    fn spawn(&self, config: &StdioConfig) -> Result<(StdioTransport, Child), Failure> {
+        use std::process::Stdio;
         let mut command = tokio::process::Command::new(&config.command);
-        command.args(&config.args).kill_on_drop(true).env_clear();
+        command
+            .args(&config.args)
+            .kill_on_drop(true)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         for name in INHERITED_ENV {
             match std::env::var_os(name) {
                 // A shell function exported as a variable (`() { ...`) is not passed on.
@@ -325,17 +342,20 @@ impl McpServer {
             command.current_dir(cwd);
         }
         die_with_parent(&mut command);
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|error| {
-                // The program only: its arguments may carry a secret.
-                failure(
-                    "its command could not be started",
-                    format!("cannot start `{}`: {error}", config.command),
-                )
-            })?;
-        if let Some(stderr) = stderr {
+        let mut child = command.spawn().map_err(|error| {
+            // The program only: its arguments may carry a secret.
+            failure(
+                "its command could not be started",
+                format!("cannot start `{}`: {error}", config.command),
+            )
+        })?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(failure(
+                "its command could not be started",
+                "its standard input or output could not be opened",
+            ));
+        };
+        if let Some(stderr) = child.stderr.take() {
             let server = self.name.clone();
             tokio::spawn(async move {
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
@@ -345,7 +365,7 @@ impl McpServer {
                 }
             });
         }
-        Ok(transport)
+        Ok(((stdio::LineCap::new(stdout), stdin), child))
     }
 
     /// Keeps the server running: restarts it with backoff whenever it ends or fails to start.
@@ -355,7 +375,7 @@ impl McpServer {
             let started = Instant::now();
             let attempt = tokio::time::timeout(START_TIMEOUT, self.connect()).await;
             let service = match attempt {
-                Ok(Ok(service)) => Some(service),
+                Ok(Ok(connected)) => Some(connected),
                 Ok(Err(failure)) => {
                     self.failed(failure);
                     None
@@ -368,7 +388,7 @@ impl McpServer {
                     None
                 }
             };
-            if let Some(service) = service {
+            if let Some((service, _process)) = service {
                 tracing::info!(server = %self.name, tools = self.tools().len(), "MCP server started");
                 let reason = service.waiting().await;
                 self.failed(failure("it stopped", format!("it stopped ({reason:?})")));
