@@ -17,7 +17,7 @@ mod stdio;
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    sync::{Arc, RwLock},
+    sync::{atomic::Ordering, Arc, RwLock},
     time::{Duration, Instant},
 };
 
@@ -197,6 +197,8 @@ pub struct McpServer {
     config: McpServerConfig,
     handler: Handler,
     connection: RwLock<Connection>,
+    /// Its tools changed while it was still starting: list them again once it runs.
+    relist: std::sync::atomic::AtomicBool,
 }
 
 impl McpServer {
@@ -258,6 +260,7 @@ impl McpServer {
                 format!("the MCP handshake failed: {error}"),
             )
         })?;
+        self.relist.store(false, Ordering::SeqCst);
         let listed = service.peer().list_all_tools().await.map_err(|error| {
             failure(
                 "it did not list its tools",
@@ -271,6 +274,9 @@ impl McpServer {
             tools,
             status: ServerStatus::Running { tools: count, pid },
         });
+        if self.relist.swap(false, Ordering::SeqCst) {
+            self.refresh_tools(service.peer()).await;
+        }
         Ok((service, child))
     }
 
@@ -295,6 +301,15 @@ impl McpServer {
     /// Lists the tools again (`notifications/tools/list_changed`) and publishes them, if the
     /// server still runs.
     async fn refresh_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) {
+        let running = self
+            .connection
+            .read()
+            .is_ok_and(|connection| matches!(connection.status, ServerStatus::Running { .. }));
+        if !running {
+            // Still starting: `connect` lists them again when it has published its list.
+            self.relist.store(true, Ordering::SeqCst);
+            return;
+        }
         let listed = match peer.list_all_tools().await {
             Ok(listed) => listed,
             Err(error) => {
@@ -521,6 +536,7 @@ impl McpHub {
                 name,
                 config,
                 connection: RwLock::new(Connection::default()),
+                relist: Default::default(),
             });
             tokio::spawn(server.clone().supervise());
             servers.push(server);
