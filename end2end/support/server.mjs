@@ -85,6 +85,16 @@ export async function startServer({ scenarios = {}, workspace = {}, args = [], e
     if (Date.now() > deadline) throw new Error(`glassbox did not answer /healthz:\n${logs.join('')}`);
     await new Promise((r) => setTimeout(r, 50));
   }
+  // MCP servers join when they are ready (start-up does not wait for them): wait until none is
+  // still starting. (Signed-out answers under --auth password are not 200: nothing to wait for.)
+  for (;;) {
+    const response = await fetch(`${url}/api/tools`).catch(() => null);
+    if (!response?.ok) break;
+    const { mcp_servers: servers = [] } = await response.json();
+    if (!servers.some((s) => s.state === 'starting')) break;
+    if (Date.now() > deadline) throw new Error(`an MCP server did not start:\n${logs.join('')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
 
   return {
     url,

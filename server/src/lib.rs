@@ -96,7 +96,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         Some(path) => providers::Providers::load(path)?,
         None => providers::Providers::default(),
     };
-    let mcp = tools::mcp::McpHub::start(providers.mcp_servers.clone()).await;
+    let mcp = tools::mcp::McpHub::start(providers.mcp_servers.clone());
     let tools = ToolRegistry::new(
         workspace,
         config.tool_timeout(),

@@ -11,9 +11,13 @@ const ABANDONED_WORK_GRACE: Duration = Duration::from_secs(2);
 
 fn main() -> ExitCode {
     let config = Config::parse();
+    // The MCP library's own log lines print a server's whole URL (hosted MCP URLs often carry a
+    // token in their path) and its error types: off unless RUST_LOG asks. Glassbox logs every MCP
+    // failure itself, with the URL's path hidden (`tools::mcp`).
     tracing_subscriber::fmt()
         .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn")),
+            EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| EnvFilter::new("info,sqlx=warn,rmcp=off")),
         )
         .init();
     let runtime = match tokio::runtime::Builder::new_multi_thread()

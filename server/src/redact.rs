@@ -25,6 +25,50 @@ pub const REDACTED: &str = "[redacted]";
 /// text can hold back.
 pub const MAX_HELD_BYTES: usize = 4096;
 
+/// Substrings (case-insensitive) of a key whose value is never shown (in tool arguments, progress
+/// and malformed arguments).
+pub const SECRET_KEY_PARTS: [&str; 9] = [
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "passphrase",
+    "authorization",
+    "cookie",
+    "credential",
+];
+/// Whole words of a key (split at `_`, `-`, `.` and lowerCamel humps) whose value is never shown:
+/// `auth` and `basicAuth` are secret, `author` is not.
+const SECRET_KEY_WORDS: [&str; 3] = ["auth", "oauth", "pwd"];
+
+/// Whether the value under this key is never shown.
+pub fn is_secret_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    SECRET_KEY_PARTS.iter().any(|part| lower.contains(part))
+        || key_words(key)
+            .iter()
+            .any(|word| SECRET_KEY_WORDS.contains(&word.as_str()))
+}
+
+/// The words of a key, lower-cased: `basicAuth_x-y.z` gives `basic`, `auth`, `x`, `y`, `z`.
+fn key_words(key: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() || (c.is_ascii_uppercase() && previous_lower) {
+            words.extend((!word.is_empty()).then(|| std::mem::take(&mut word)));
+        }
+        if c.is_ascii_alphanumeric() {
+            word.push(c.to_ascii_lowercase());
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+    }
+    words.extend((!word.is_empty()).then_some(word));
+    words
+}
+
 /// Whole-match credential shapes: the match becomes `[redacted]`.
 const SHAPES: &[&str] = &[
     // A PEM private key block, to its END line or, when cut off, to the end of the text.
@@ -39,6 +83,23 @@ const SHAPES: &[&str] = &[
     r"hf_[A-Za-z0-9]{30,}",    // Hugging Face
     r"npm_[A-Za-z0-9]{36}",    // npm
     r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", // JWT
+];
+
+/// The end of a key whose value is a secret in a configuration file: `password`, `db_password`,
+/// `apiKey`, `client_secret`, `auth_token`, `auth`, `credentials`. A key must end with one (so
+/// `author` and `token_count` are not secret).
+const SECRET_KEY_END: &str = r"(?:pass(?:word|wd|phrase)|pwd|secret|token|(?:api|access|secret|private|signing|encryption|master)[_\-]?key|auth|authorization|credentials?)";
+
+/// A key-shaped value in the usual configuration forms, for [`KEY_VALUES`]: `{key}` is a key
+/// ending in [`SECRET_KEY_END`], quoted or not.
+const KEY_VALUE_FORMS: &[&str] = &[
+    // `"apiKey": "x"` (JSON), `password: "x"` (YAML), `token = "x"` (TOML), `export T="x"`
+    r#"(?P<keep>{key}[ \t]*[:=][ \t]*")(?P<value>(?:[^"\\\n]|\\.)+)(?P<after>")"#,
+    // `auth_token = 'x'` (TOML, YAML)
+    r#"(?P<keep>{key}[ \t]*[:=][ \t]*')(?P<value>[^'\n]+)(?P<after>')"#,
+    // `password: x` (YAML) and `password = x` (INI), the rest of the line: not when it looks like
+    // code (`password: String,`, `token = next_token();`).
+    r#"(?m)(?P<keep>{key}[ \t]*(?::[ \t]+|[ \t]*=[ \t]*))(?P<value>[^\s'"{}\[\]()<>,;](?:[^\r\n'"{}\[\]()<>,;]*[^\s'"{}\[\]()<>,;])?)(?P<after>[ \t\r]*)$"#,
 ];
 
 /// Named values: the group `keep` (the name) and `after` stay, the rest becomes `[redacted]`.
@@ -56,15 +117,33 @@ struct Patterns {
     any: Regex,
     shapes: Regex,
     named: Vec<Regex>,
-    /// A JSON member whose key looks secret, in text that is not valid JSON.
+    key_values: Vec<Regex>,
+    /// A member (`"key": value`, `'key': 'value'`, `key: value`) of text that should have been
+    /// JSON and is not.
     raw_member: Regex,
+    /// A secret-looking key and its separator at the end of a running text: the value may follow.
+    open_key: Regex,
     pem_marker: Regex,
     /// Text that ends inside a PEM header (`-----BEGIN RSA PRIV`), which has spaces in it.
     open_tail: Regex,
 }
 
+/// [`KEY_VALUE_FORMS`] with their key: a key ending in [`SECRET_KEY_END`], maybe quoted.
+fn key_value_patterns() -> Vec<String> {
+    let key = format!(r#"["']?(?-u:\b)[A-Za-z0-9_.\-]*?{SECRET_KEY_END}["']?"#);
+    KEY_VALUE_FORMS
+        .iter()
+        .map(|form| format!("(?i){}", form.replace("{key}", &key)))
+        .collect()
+}
+
 static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
-    let all = SHAPES.iter().chain(NAMED);
+    let key_values = key_value_patterns();
+    let all = SHAPES
+        .iter()
+        .copied()
+        .chain(NAMED.iter().copied())
+        .chain(key_values.iter().map(String::as_str));
     // The patterns are constants; a test compiles them, so these cannot fail at run time.
     let compile = |pattern: &str| Regex::new(pattern).expect("a redaction pattern");
     Patterns {
@@ -72,6 +151,7 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
             &all.map(|pattern| {
                 format!("(?:{pattern})")
                     .replace("?P<keep>", "?:")
+                    .replace("?P<value>", "?:")
                     .replace("?P<after>", "?:")
             })
             .collect::<Vec<_>>()
@@ -79,9 +159,13 @@ static PATTERNS: LazyLock<Patterns> = LazyLock::new(|| {
         ),
         shapes: compile(&SHAPES.join("|")),
         named: NAMED.iter().map(|pattern| compile(pattern)).collect(),
+        key_values: key_values.iter().map(|pattern| compile(pattern)).collect(),
         raw_member: compile(
-            r#"(?i)("[^"\\]*(?:key|token|secret|password|authorization|cookie)[^"\\]*"\s*:\s*)(?:"(?:[^"\\]|\\.)*"?|[^,}\s]+)"#,
+            r#"(?P<key>"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|[A-Za-z_$][A-Za-z0-9_$\-]*)(?P<sep>\s*:\s*)(?:"(?:[^"\\]|\\.)*"?|'(?:[^'\\]|\\.)*'?|[^,}\]{\[\s]+)"#,
         ),
+        open_key: compile(&format!(
+            r#"(?i)["']?(?-u:\b)[A-Za-z0-9_.\-]*?{SECRET_KEY_END}["']?[ \t]*[:=][^\n]*\z"#
+        )),
         pem_marker: compile(r"-----(BEGIN|END)[A-Z0-9 ]*PRIVATE KEY-----"),
         open_tail: compile(r"-----BEGIN[A-Z0-9 ]*-{0,4}\z"),
     }
@@ -101,7 +185,31 @@ pub fn redact_text(text: &str) -> Cow<'_, str> {
             out = changed;
         }
     }
+    for form in &patterns.key_values {
+        let replaced = form.replace_all(&out, |found: &regex::Captures| {
+            if is_plain_setting(&found["value"]) {
+                found[0].to_owned()
+            } else {
+                format!("{}{REDACTED}{}", &found["keep"], &found["after"])
+            }
+        });
+        if let Cow::Owned(changed) = replaced {
+            out = changed;
+        }
+    }
     Cow::Owned(out)
+}
+
+/// A value under a secret-looking key that is no secret: a switch, an empty mark, a value
+/// already redacted.
+fn is_plain_setting(value: &str) -> bool {
+    let value = value.trim();
+    value == REDACTED
+        || [
+            "true", "false", "yes", "no", "on", "off", "null", "none", "~",
+        ]
+        .iter()
+        .any(|plain| value.eq_ignore_ascii_case(plain))
 }
 
 /// Redacts `text` in place; no allocation when nothing matches.
@@ -112,11 +220,19 @@ pub fn redact_in_place(text: &mut String) {
 }
 
 /// Text that should have been JSON and is not (a model's malformed tool arguments): members whose
-/// key looks secret lose their value, then the credential shapes go.
+/// key looks secret ([`is_secret_key`]; double-quoted, single-quoted or bare) lose their value,
+/// then the credential shapes go.
 pub fn redact_raw_json(text: &str) -> String {
     let named = PATTERNS
         .raw_member
-        .replace_all(text, format!("${{1}}\"{REDACTED}\""));
+        .replace_all(text, |member: &regex::Captures| {
+            let key = member["key"].trim_matches(|c| c == '"' || c == '\'');
+            if is_secret_key(key) {
+                format!("{}{}\"{REDACTED}\"", &member["key"], &member["sep"])
+            } else {
+                member[0].to_owned()
+            }
+        });
     redact_text(&named).into_owned()
 }
 
@@ -346,6 +462,11 @@ fn hold_point(text: &str) -> usize {
             from = from.min(header.start());
         }
     }
+    // An unfinished line `password: hunt` or `"apiKey": "` waits for its end.
+    let line_start = text.rfind('\n').map_or(0, |at| at + 1);
+    if let Some(open) = PATTERNS.open_key.find(&text[line_start..]) {
+        from = from.min(line_start + open.start());
+    }
     if text.len() - from > MAX_HELD_BYTES {
         return text.len();
     }
@@ -406,6 +527,65 @@ mod tests {
             redact_raw_json(r#"{"path": "a.txt", "api_key": "not-a-shape-but-secret", "x"#),
             format!(r#"{{"path": "a.txt", "api_key": "{REDACTED}", "x"#)
         );
+    }
+
+    #[test]
+    fn key_shaped_values_in_configuration_forms_are_redacted_and_code_is_not() {
+        for (text, redacted) in [
+            ("password: hunter2", "password: [redacted]"),
+            ("  db_password: \"a b\"", "  db_password: \"[redacted]\""),
+            (
+                r#"{"apiKey": "x1", "name": "n", "client_secret":"s"}"#,
+                r#"{"apiKey": "[redacted]", "name": "n", "client_secret":"[redacted]"}"#,
+            ),
+            ("token = \"t\"", "token = \"[redacted]\""),
+            ("auth_token = 't'", "auth_token = '[redacted]'"),
+            (
+                "[db]\npassword = p w\r\nuser = u",
+                "[db]\npassword = [redacted]\r\nuser = u",
+            ),
+            ("    3  secret: s\n", "    3  secret: [redacted]\n"),
+            (
+                "export DEPLOY_TOKEN=\"v\"",
+                "export DEPLOY_TOKEN=\"[redacted]\"",
+            ),
+            ("- credentials: abc", "- credentials: [redacted]"),
+        ] {
+            assert_eq!(redact_text(text), redacted, "{text}");
+        }
+        for text in [
+            "auth: true",
+            "author: Ada",
+            "    password: String,",
+            "let token = next_token();",
+            "max_tokens: 100",
+            "token_count = 5",
+            "\"primaryKey\": \"id\"",
+        ] {
+            assert_eq!(redact_text(text), text);
+        }
+    }
+
+    #[test]
+    fn malformed_arguments_lose_secret_members_however_quoted() {
+        let raw = "{'path': 'a', 'password': 'p1', auth: p2, \"credentials\": \"p3\", \
+                   apiKey: 'p4', 'author': 'Ada', \"nested\": {'token': 'p5'";
+        let out = redact_raw_json(raw);
+        for secret in ["p1", "p2", "p3", "p4", "p5"] {
+            assert!(!out.contains(secret), "{secret}: {out}");
+        }
+        assert!(
+            out.contains("'author': 'Ada'") && out.contains("'path': 'a'"),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn a_key_and_its_value_split_across_deltas_are_still_redacted() {
+        let out = stream(&["db:\n  pass", "word: ", "hunt", "er2\n", "ok"]);
+        assert_eq!(out, "db:\n  password: [redacted]\nok");
+        let out = stream(&["{\"apiKey\": \"", "abc", "def\"}", " done"]);
+        assert_eq!(out, "{\"apiKey\": \"[redacted]\"} done");
     }
 
     #[test]

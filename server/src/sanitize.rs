@@ -1,11 +1,15 @@
 //! Payload safety, applied once before an event enters a run's log: nothing downstream (the SSE
-//! stream, the database, the logs) can see what this removes.
+//! stream, the database, the logs, a share link) can see what this removes. [`sanitize`] is the one
+//! path every event takes (`Run::append`); its match names every event kind, so a new kind cannot
+//! be added without deciding what of it is cleaned.
 //!
 //! - Values under keys that look like secrets become `"[redacted]"` (except token counts: a number
 //!   under a key ending in `tokens`), and so does every value shaped like a credential
 //!   ([`crate::redact`]); text that streams in deltas is redacted there too.
-//! - Strings inside tool arguments and progress longer than [`MAX_ARG_STRING_CHARS`] are cut, with a
-//!   marker saying how long they were.
+//! - Strings inside tool arguments (of `tool_call_started` and `tool_approval_requested`) and
+//!   progress longer than [`MAX_ARG_STRING_CHARS`] are cut, with a marker saying how long they
+//!   were.
+//! - What a person wrote (an approval's or a cancel's reason) is redacted and cut the same way.
 //! - A tool's output longer than [`MAX_TOOL_OUTPUT_CHARS`] is cut, flagged `truncated` with
 //!   `full_length`.
 //! - A non-terminal event's JSON never exceeds [`MAX_EVENT_BYTES`].
@@ -14,28 +18,15 @@ use serde_json::Value;
 
 use app::protocol::EventKind;
 
+pub use crate::redact::is_secret_key;
 pub use crate::redact::REDACTED;
-use crate::redact::{redact_in_place, redact_raw_json};
+use crate::redact::{redact_in_place, redact_raw_json, Streams};
 /// The key under which tool arguments that are not valid JSON travel, as the model sent them.
 pub const RAW_ARGUMENTS_KEY: &str = "_raw";
-/// Substrings (case-insensitive) of a key whose value is never shown.
-pub const SECRET_KEY_PARTS: [&str; 6] = [
-    "key",
-    "token",
-    "secret",
-    "password",
-    "authorization",
-    "cookie",
-];
 pub const MAX_ARG_STRING_CHARS: usize = 4096;
 pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
 pub const MAX_DELTA_CHARS: usize = 8 * 1024;
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
-
-pub fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    SECRET_KEY_PARTS.iter().any(|part| key.contains(part))
-}
 
 /// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens; it is
 /// not a credential.
@@ -95,8 +86,17 @@ fn redact_output(text: &mut String, truncated: &mut bool, full_length: &mut Opti
     redact_in_place(text);
 }
 
-/// Makes one event's payload safe to send and store.
-pub fn sanitize_event(kind: &mut EventKind) {
+/// Makes one event safe to send and store: the one path every event takes before the log. A
+/// delta comes back with what can be sent now (`None`: all of it is held back, see [`Streams`]);
+/// any other event comes back after the held ends of the texts it ends.
+pub fn sanitize(streams: &mut Streams, mut kind: EventKind) -> (Vec<EventKind>, Option<EventKind>) {
+    sanitize_event(&mut kind);
+    streams.pass(kind)
+}
+
+/// Makes one event's payload safe to send and store (deltas: [`Streams`], through [`sanitize`]).
+/// Every kind is named: a new one is a compile error here until it says what it carries.
+fn sanitize_event(kind: &mut EventKind) {
     match kind {
         EventKind::ToolCallStarted { args, display, .. } => {
             sanitize_value(args);
@@ -105,6 +105,19 @@ pub fn sanitize_event(kind: &mut EventKind) {
                 if let Some(cut) = shorten(text, 200) {
                     *text = format!("{cut}…");
                 }
+            }
+        }
+        EventKind::ToolApprovalRequested { args, .. } => sanitize_value(args),
+        EventKind::ToolApprovalResolved {
+            reason: Some(reason),
+            ..
+        } => sanitize_text(reason),
+        EventKind::MessageCancelled {
+            reason, message, ..
+        } => {
+            sanitize_text(reason);
+            if let Some(ended) = &mut message.ended_reason {
+                sanitize_text(ended);
             }
         }
         EventKind::ToolCallUpdate {
@@ -148,9 +161,32 @@ pub fn sanitize_event(kind: &mut EventKind) {
             final_text: Some(text),
             ..
         } => redact_in_place(text),
-        EventKind::MessageError { error, .. } => redact_in_place(error),
-        // Text and reasoning deltas and tool output deltas: `redact::Streams`, in the run.
-        _ => {}
+        EventKind::MessageError { error, message, .. } => {
+            redact_in_place(error);
+            if let Some(ended) = &mut message.ended_reason {
+                sanitize_text(ended);
+            }
+        }
+        // Text and reasoning deltas: `Streams`, in `sanitize`.
+        EventKind::TextDelta { .. } | EventKind::ReasoningPartDelta { .. } => {}
+        // Identifiers, counts, names of tools and models, and a completed run's message (built by
+        // the reducer from events that came through here).
+        EventKind::MessageStarted { .. }
+        | EventKind::ReasoningPartStarted { .. }
+        | EventKind::ReasoningPartCompleted {
+            final_text: None, ..
+        }
+        | EventKind::ToolApprovalResolved { reason: None, .. }
+        | EventKind::Usage(_)
+        | EventKind::MessageFinal { .. } => {}
+    }
+}
+
+/// Text a person wrote: redacted, and cut like an argument string.
+fn sanitize_text(text: &mut String) {
+    redact_in_place(text);
+    if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS) {
+        *text = format!("{cut}…");
     }
 }
 
@@ -211,6 +247,172 @@ mod tests {
         );
         assert!(text.ends_with(&more), "{}", &text[text.len() - 80..]);
         assert!(text.contains("a[redacted] b"));
+    }
+
+    const SECRET: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123";
+
+    /// The message of a terminal event that ended early, with a person's or an error's reason.
+    fn ended(reason: &str) -> app::protocol::Message {
+        let mut message = app::protocol::Message::assistant("m".into(), "x".into(), "t".into());
+        message.ended_reason = Some(reason.to_owned());
+        message
+    }
+
+    /// One event of every kind, in [`kind_index`] order, with a credential in each field that
+    /// carries what a model, a tool or a person wrote.
+    fn every_kind() -> Vec<EventKind> {
+        use app::protocol::{ApprovalDecision, CancelledBy, ToolError, ToolResultStatus};
+        let words = format!("use {SECRET} now ");
+        let args = json!({ "api_key": "plain", "text": words, "long": "x".repeat(6000) });
+        let error = ToolError {
+            kind: "io".into(),
+            message: words.clone(),
+        };
+        vec![
+            EventKind::MessageStarted {
+                conversation_id: "c".into(),
+                user_message_id: "u".into(),
+                message_id: "m".into(),
+                trace_id: "t".into(),
+                model: "x".into(),
+            },
+            EventKind::ReasoningPartStarted {
+                segment_id: "r".into(),
+                summary_index: 0,
+                sequence_number: 0,
+            },
+            EventKind::ReasoningPartDelta {
+                segment_id: "r".into(),
+                summary_index: 0,
+                text_delta: words.clone(),
+            },
+            EventKind::ReasoningPartCompleted {
+                segment_id: "r".into(),
+                summary_index: 0,
+                final_text: Some(words.clone()),
+            },
+            EventKind::ToolCallStarted {
+                call_id: "a".into(),
+                name: "n".into(),
+                display: Some(words.clone()),
+                args: args.clone(),
+                sequence_number: 1,
+            },
+            EventKind::ToolCallUpdate {
+                call_id: "a".into(),
+                output_delta: Some(words.clone()),
+                progress: Some(json!({ "message": words })),
+            },
+            EventKind::ToolApprovalRequested {
+                call_id: "a".into(),
+                name: "n".into(),
+                args,
+            },
+            EventKind::ToolApprovalResolved {
+                call_id: "a".into(),
+                decision: ApprovalDecision::Deny,
+                by: "local".into(),
+                reason: Some(words.clone()),
+            },
+            EventKind::ToolResult {
+                call_id: "a".into(),
+                status: ToolResultStatus::Error,
+                duration_ms: 1,
+                output: Some(words.clone()),
+                truncated: false,
+                full_length: None,
+                error: Some(error),
+            },
+            EventKind::TextDelta {
+                segment_id: "s".into(),
+                sequence_number: Some(2),
+                delta: words.clone(),
+            },
+            EventKind::Usage(Default::default()),
+            EventKind::MessageFinal {
+                message: ended(""),
+                trace_id: "t".into(),
+            },
+            EventKind::MessageCancelled {
+                reason: words.clone(),
+                cancelled_by: CancelledBy::User,
+                message: ended(&words),
+            },
+            EventKind::MessageError {
+                code: "e".into(),
+                error: words.clone(),
+                message: ended(&words),
+            },
+        ]
+    }
+
+    /// How many kinds there are, and each one's place in [`every_kind`]. No wildcard: a new kind
+    /// does not compile until it is named here, and then fails the test until it has an example.
+    const KINDS: usize = 14;
+    fn kind_index(kind: &EventKind) -> usize {
+        match kind {
+            EventKind::MessageStarted { .. } => 0,
+            EventKind::ReasoningPartStarted { .. } => 1,
+            EventKind::ReasoningPartDelta { .. } => 2,
+            EventKind::ReasoningPartCompleted { .. } => 3,
+            EventKind::ToolCallStarted { .. } => 4,
+            EventKind::ToolCallUpdate { .. } => 5,
+            EventKind::ToolApprovalRequested { .. } => 6,
+            EventKind::ToolApprovalResolved { .. } => 7,
+            EventKind::ToolResult { .. } => 8,
+            EventKind::TextDelta { .. } => 9,
+            EventKind::Usage(_) => 10,
+            EventKind::MessageFinal { .. } => 11,
+            EventKind::MessageCancelled { .. } => 12,
+            EventKind::MessageError { .. } => 13,
+        }
+    }
+
+    #[test]
+    fn every_event_kind_goes_through_the_one_path_and_keeps_no_secret() {
+        let kinds = every_kind();
+        let order: Vec<usize> = kinds.iter().map(kind_index).collect();
+        assert_eq!(
+            order,
+            (0..KINDS).collect::<Vec<_>>(),
+            "one example per kind"
+        );
+        let mut streams = Streams::default();
+        for kind in kinds {
+            let name = kind.type_name();
+            let (ended, kind) = sanitize(&mut streams, kind);
+            for event in ended.iter().chain(&kind) {
+                let text = serde_json::to_string(event).unwrap_or_default();
+                assert!(!text.contains(SECRET), "{name}: {text}");
+                assert!(
+                    !text.contains(&"x".repeat(MAX_ARG_STRING_CHARS + 1)),
+                    "{name}"
+                );
+                assert!(!text.contains("plain"), "{name}: {text}");
+            }
+        }
+        for event in streams.flush_all() {
+            let text = serde_json::to_string(&event).unwrap_or_default();
+            assert!(!text.contains(SECRET), "{text}");
+        }
+    }
+
+    #[test]
+    fn secret_key_names_include_whole_words_like_auth() {
+        for key in [
+            "auth",
+            "basicAuth",
+            "x-auth",
+            "OAUTH",
+            "credentials",
+            "db_passwd",
+            "PWD",
+        ] {
+            assert!(is_secret_key(key), "{key}");
+        }
+        for key in ["author", "authority", "path", "query", "pwdx"] {
+            assert!(!is_secret_key(key), "{key}");
+        }
     }
 
     #[test]

@@ -268,3 +268,92 @@ async fn the_run_time_limit_does_not_count_the_wait_for_a_person() {
     assert!(started.elapsed() < Duration::from_secs(5));
     server.stop().await;
 }
+
+/// A request carries its arguments sanitized like `tool_call_started`'s (secret-named keys, a
+/// `Bearer` token and an `sk-` key redacted, a 6,000-character string cut), and the person's
+/// reason is redacted too: none of it reaches the stream, the stored trace, a share link or the
+/// database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn secrets_in_an_approval_request_and_its_reason_reach_nothing() {
+    const NAMED: &str = "plain-value-under-a-secret-name";
+    const BEARER: &str = "abcdefghijklmnop0123456789";
+    const SK: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123";
+    const IN_REASON: &str = "sk-ant-api03-ReasonReasonReasonReason0123";
+    let server = start(None).await;
+    let args = json!({
+        "path": ".",
+        "api_key": NAMED,
+        "headers": format!("Authorization: Bearer {BEARER}"),
+        "note": format!("use {SK} here"),
+        "long": "x".repeat(6000),
+    });
+    server.scenario(
+        "leaky",
+        json!({"delta_interval_ms": 1, "steps": [
+            {"tool_calls": [{"name": "list_dir", "args": args}]}, {"text": "Done."}
+        ]}),
+    );
+    let run = server.start_run("scenario:leaky", "list").await;
+    let run_id = run["run_id"].as_str().expect("run id").to_owned();
+    let trace_id = run["trace_id"].as_str().expect("trace id").to_owned();
+    let mut stream = server.subscribe(&run_id, None).await;
+    let asked = stream
+        .until(|event| is_type(event, "tool_approval_requested"))
+        .await;
+    let Some(EventKind::ToolApprovalRequested { call_id, args, .. }) =
+        asked.last().map(|event| event.kind.clone())
+    else {
+        unreachable!()
+    };
+    assert_eq!(args["api_key"], "[redacted]", "{}", args["headers"]);
+    let long = args["long"].as_str().unwrap_or_default();
+    assert!(long.chars().count() < 4200, "not cut: {}", long.len());
+    assert!(
+        long.ends_with("[1904 more characters]"),
+        "{}",
+        &long[4000..]
+    );
+
+    let reason = format!("never with {IN_REASON} please");
+    let body = json!({"decision": "deny", "reason": reason});
+    let (status, _) = answer(&server, &run_id, &call_id, body).await;
+    assert_eq!(status, 200);
+    let rest = stream.collect().await;
+    let resolved = rest
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::ToolApprovalResolved { reason, .. } => reason.clone(),
+            _ => None,
+        })
+        .expect("a reason");
+    assert_eq!(resolved, "never with [redacted] please");
+
+    let (status, link) = server
+        .post_json(&format!("/api/traces/{trace_id}/shares"), json!({}))
+        .await;
+    assert_eq!(status, 201, "{link}");
+    let share = format!("share={}", link["token"].as_str().expect("token"));
+    let mut seen = Vec::new();
+    let events = server.subscribe(&run_id, None).await.collect().await;
+    seen.push(("stream", serde_json::to_string(&events).expect("JSON")));
+    for path in [
+        format!("/api/traces/{trace_id}"),
+        format!("/api/traces/{trace_id}?{share}"),
+        format!("/t/{trace_id}?{share}"),
+        format!("/api/traces/{trace_id}/inspector.json?{share}"),
+    ] {
+        let response = server.client.get(server.url(&path)).send().await;
+        let text = response.expect("GET").text().await.expect("body");
+        seen.push(("a read", format!("{path}: {text}")));
+    }
+    let dir = server.dir.clone();
+    server.stop().await;
+    let stored = String::from_utf8_lossy(&stored_bytes(&dir).await).into_owned();
+    seen.push(("the database", stored));
+    for (place, text) in &seen {
+        for secret in [NAMED, BEARER, SK, IN_REASON, &"x".repeat(4200)] {
+            let short = &secret[..secret.len().min(40)];
+            assert!(!text.contains(secret), "{short} reached {place}");
+        }
+    }
+}

@@ -882,32 +882,3 @@ async fn control_characters_in_a_message_and_in_tool_output_are_stored_and_read_
     assert_eq!(status, 200);
     server.stop().await;
 }
-
-/// Everything the database holds: SQLite's files, or every row of PostgreSQL's tables as text.
-async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
-    let mut stored = Vec::new();
-    if common::postgres::enabled() {
-        let store = open_store(dir).await;
-        let pool = store.postgres().expect("PostgreSQL").pool();
-        for table in [
-            "conversations",
-            "messages",
-            "agent_traces",
-            "trace_event_chunks",
-            "model_turns",
-        ] {
-            let rows: Vec<String> =
-                sqlx::query_scalar(&format!("SELECT row_to_json(t)::text FROM {table} t"))
-                    .fetch_all(pool)
-                    .await
-                    .expect("read a table");
-            stored.extend(rows.concat().into_bytes());
-        }
-        store.close().await;
-        return stored;
-    }
-    for entry in std::fs::read_dir(dir.path().join("data")).expect("data dir") {
-        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read database file"));
-    }
-    stored
-}

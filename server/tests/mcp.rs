@@ -27,7 +27,9 @@ async fn start_with_servers(dir: std::sync::Arc<tempfile::TempDir>, servers: Val
     // MCP tools ask for approval unless told otherwise (tests/approval.rs covers asking).
     let providers = json!({ "mcp_servers": servers, "approval": {"mcp": "auto"} });
     std::fs::write(&file, providers.to_string()).expect("write");
-    TestServer::start_with(dir, |config| config.providers_file = Some(file)).await
+    let server = TestServer::start_with(dir, |config| config.providers_file = Some(file)).await;
+    until_mcp_started(&server.client, &server.base).await;
+    server
 }
 
 fn tool_result(
@@ -360,5 +362,336 @@ async fn an_http_server_gets_its_configured_headers_and_a_refusal_is_reported() 
         Some(format!("Bearer {TOKEN}").as_str())
     );
     assert_eq!(header("x-team"), Some("glassbox"));
+    server.stop().await;
+}
+
+/// The reported leak: a stdio server inherited Glassbox's whole environment, provider keys
+/// included, and a tool that prints its environment put them into the events. It now gets only
+/// the safe base set (`PATH`, `HOME`, ...) and what its `env` names. A failed server's status,
+/// which every signed-in user reads, names no command line, URL or library type; the log keeps
+/// the detail without the URL's path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_gets_a_safe_environment_and_failures_show_no_internals() {
+    const PROVIDER_KEY: &str = "provider-key-value-0123456789";
+    const UNRELATED: &str = "unrelated-value-that-stays-home";
+    const GIVEN: &str = "given-to-the-server-on-purpose";
+    let dir = test_dir();
+    let providers = json!({
+        "providers": [{"name": "remote", "kind": "openai_chat", "base_url": "http://127.0.0.1:9/v1",
+                       "api_key_env": "GLASSBOX_TEST_PROVIDER_KEY", "models": ["m"]}],
+        "mcp_servers": {
+            "everything": {"command": "node", "args": [everything_mcp_server(), "stdio"],
+                           "env": {"GIVEN_TO_SERVER": "${GLASSBOX_TEST_GIVEN}"}},
+            "broken": {"command": dir.path().join("no-such-program"),
+                       "args": ["--token", "command-line-secret"]},
+            "hosted": {"url": "http://127.0.0.1:9/mcp/path-token-0123456789"}
+        },
+        "approval": {"mcp": "auto"},
+    });
+    let file = dir.path().join("providers.json");
+    std::fs::write(&file, providers.to_string()).expect("write");
+    write_scenario(
+        &dir,
+        "env",
+        json!({"steps": [{"tool_calls": [{"name": "everything__get-env", "args": {}}]},
+                         {"text": "done"}]}),
+    );
+    let log_path = dir.path().join("glassbox.log");
+    let log = std::fs::File::create(&log_path).expect("log file");
+    let binary = launch_with(
+        &dir,
+        &["--providers-file", file.to_str().expect("path")],
+        &[
+            ("GLASSBOX_TEST_PROVIDER_KEY", PROVIDER_KEY),
+            ("GLASSBOX_TEST_UNRELATED", UNRELATED),
+            ("GLASSBOX_TEST_GIVEN", GIVEN),
+        ],
+        log.into(),
+    )
+    .await;
+    let client = reqwest::Client::new();
+    until_mcp_started(&client, &binary.base).await;
+    let response = client
+        .post(format!("{}/api/chat", binary.base))
+        .json(&json!({"model": "scenario:env", "content": "env"}))
+        .send()
+        .await
+        .expect("POST /api/chat");
+    let events = SseStream::new(response).collect().await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    let output = output.unwrap_or_default();
+    assert!(output.contains("\"PATH\""), "{output}");
+    assert!(
+        output.contains("GIVEN_TO_SERVER") && output.contains(GIVEN),
+        "{output}"
+    );
+    for never in [
+        "GLASSBOX_TEST_PROVIDER_KEY",
+        PROVIDER_KEY,
+        "GLASSBOX_TEST_UNRELATED",
+        UNRELATED,
+        "CARGO_MANIFEST_DIR",
+    ] {
+        assert!(
+            !output.contains(never),
+            "{never} reached the server: {output}"
+        );
+    }
+    let listed = get_json_at(&client, format!("{}/api/tools", binary.base)).await;
+    let servers = listed["mcp_servers"].as_array().expect("servers").clone();
+    let state = |name: &str| servers.iter().find(|s| s["name"] == name).cloned();
+    assert_eq!(state("everything").expect("everything")["state"], "running");
+    for name in ["broken", "hosted"] {
+        let server = state(name).expect("a failed server");
+        assert_eq!(server["state"], "failed", "{server}");
+        let error = server["error"].as_str().unwrap_or_default();
+        assert!(!error.is_empty(), "{server}");
+        for never in [
+            "no-such-program",
+            "command-line-secret",
+            "127.0.0.1",
+            "path-token",
+            "::",
+            "os error",
+            "Transport",
+            "Error",
+        ] {
+            assert!(!error.contains(never), "{never} in {server}");
+        }
+    }
+
+    drop(binary);
+    let log = std::fs::read_to_string(&log_path).expect("read the log");
+    assert!(log.contains("no-such-program"), "the log keeps the detail");
+    for never in [PROVIDER_KEY, "path-token-0123456789", "command-line-secret"] {
+        assert!(!log.contains(never), "{never} reached the log: {log}");
+    }
+}
+
+/// A server that is down keeps its tools: a call to one ends with `mcp_unavailable`, not
+/// `unknown_tool` (the model saw the tool; the server is what is missing). This server starts
+/// once, then fails every restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_to_a_server_that_is_down_is_mcp_unavailable() {
+    let dir = test_dir();
+    let mark = dir.path().join("started-once");
+    let servers = json!({"flaky": {
+        "command": "sh",
+        "args": ["-c", "if [ -e \"$MARK\" ]; then exit 1; fi; : > \"$MARK\"; exec node \"$0\" stdio",
+                 everything_mcp_server()],
+        "env": {"MARK": mark},
+    }});
+    let server = start_with_servers(dir, servers).await;
+    let (_, listed) = server.get_json("/api/tools").await;
+    assert_eq!(listed["mcp_servers"][0]["state"], "running", "{listed}");
+    let pid = listed["mcp_servers"][0]["pid"].as_u64().expect("a pid");
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        if listed["mcp_servers"][0]["state"] == "failed" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "still running: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    one_call(&server, "echo", "flaky__echo", json!({"message": "hi"}));
+    let events = server
+        .chat_stream("scenario:echo", "echo")
+        .await
+        .collect()
+        .await;
+    let (status, _, kind) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Error);
+    assert_eq!(kind.as_deref(), Some("mcp_unavailable"));
+    server.stop().await;
+}
+
+/// A call's last progress notification arrives before its result, however close they are: seven
+/// calls at once, each with three quick steps, each report all three before its `tool_result`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_progress_notification_of_every_call_arrives_before_its_result() {
+    let server = start(false).await;
+    let call = json!({"name": "everything__trigger-long-running-operation",
+                      "args": {"duration": 0.15, "steps": 3}});
+    server.scenario(
+        "steps",
+        json!({"steps": [{"tool_calls": vec![call; 7]}, {"text": "done"}]}),
+    );
+    for _ in 0..2 {
+        let events = server
+            .chat_stream("scenario:steps", "go")
+            .await
+            .collect()
+            .await;
+        let mut last_progress = std::collections::HashMap::new();
+        let mut lost = Vec::new();
+        for event in &events {
+            match &event.kind {
+                EventKind::ToolCallUpdate {
+                    call_id,
+                    progress: Some(progress),
+                    ..
+                } => {
+                    last_progress.insert(call_id.clone(), progress["progress"].clone());
+                }
+                EventKind::ToolResult {
+                    call_id, status, ..
+                } => {
+                    assert_eq!(*status, ToolResultStatus::Success);
+                    if last_progress.get(call_id) != Some(&json!(3.0)) {
+                        lost.push(last_progress.get(call_id).cloned());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            lost.is_empty(),
+            "{} of 7 calls lost their last report: {lost:?}",
+            lost.len()
+        );
+    }
+    server.stop().await;
+}
+
+/// A fixture server of `tools/mcp/fixtures`, on the official SDK.
+fn fixture(name: &str) -> std::path::PathBuf {
+    let server = everything_mcp_server();
+    let tools_mcp = server.ancestors().nth(5).expect("tools/mcp").to_path_buf();
+    tools_mcp.join("fixtures").join(name)
+}
+
+/// Waits until `/api/tools` says the server `name` runs.
+async fn until_running(server: &TestServer, name: &str) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        let state = listed["mcp_servers"]
+            .as_array()
+            .and_then(|servers| servers.iter().find(|s| s["name"] == name))
+            .map(|s| s["state"].clone());
+        if state == Some(json!("running")) {
+            return listed;
+        }
+        assert!(Instant::now() < deadline, "{name} is not running: {listed}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// `notifications/tools/list_changed` refreshes a server's tools: a tool it adds while running is
+/// listed and can be called, without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_list_change_is_picked_up_without_a_restart() {
+    let servers = json!({"changing": {"command": "node", "args": [fixture("list-changed.mjs")]}});
+    let server = start_with_servers(test_dir(), servers).await;
+    let listed = until_running(&server, "changing").await;
+    assert_eq!(listed["mcp_servers"][0]["tools"], 1, "{listed}");
+    one_call(&server, "add", "changing__add-tool", json!({}));
+    let events = server
+        .chat_stream("scenario:add", "add")
+        .await
+        .collect()
+        .await;
+    assert_eq!(tool_result(&events).0, ToolResultStatus::Success);
+
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, listed) = server.get_json("/api/tools").await;
+        if listed["mcp_servers"][0]["tools"] == 2 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the new tool is not listed: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    one_call(&server, "added", "changing__added", json!({}));
+    let events = server
+        .chat_stream("scenario:added", "added")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert_eq!(output.as_deref(), Some("added works"));
+    server.stop().await;
+}
+
+/// Start-up does not wait for a server that never answers `initialize`: the server listens at
+/// once, says the silent one is starting, and one that answers joins when it is ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn start_up_does_not_wait_for_a_server_that_never_answers() {
+    let dir = test_dir();
+    let file = dir.path().join("providers.json");
+    let providers = json!({
+        "mcp_servers": {
+            "silent": {"command": "sleep", "args": ["600"]},
+            "everything": {"command": "node", "args": [everything_mcp_server(), "stdio"]}
+        },
+        "approval": {"mcp": "auto"},
+    });
+    std::fs::write(&file, providers.to_string()).expect("write");
+    let started = Instant::now();
+    let server = TestServer::start_with(dir, |config| config.providers_file = Some(file)).await;
+    let waited = started.elapsed();
+    assert!(
+        waited < Duration::from_secs(5),
+        "start-up waited {waited:?}"
+    );
+    let (status, _) = server.get_json("/healthz").await;
+    assert_eq!(status, 200);
+    let listed = until_running(&server, "everything").await;
+    let silent = listed["mcp_servers"]
+        .as_array()
+        .and_then(|servers| servers.iter().find(|s| s["name"] == "silent"))
+        .cloned();
+    assert_eq!(silent.map(|s| s["state"].clone()), Some(json!("starting")));
+    echo_works(&server, "joined").await;
+    server.stop().await;
+}
+
+/// A result larger than the 16 MiB one message may have ends the call at once with an error,
+/// instead of being dropped while the call waits for the tool timeout; the server stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_over_16_mib_is_an_error_at_once() {
+    let servers = json!({"big": {"command": "node", "args": [fixture("huge-result.mjs")]}});
+    let server = start_with_servers(test_dir(), servers).await;
+    one_call(&server, "huge", "big__huge", json!({}));
+    let started = Instant::now();
+    let events = server
+        .chat_stream("scenario:huge", "huge")
+        .await
+        .collect()
+        .await;
+    let waited = started.elapsed();
+    let error = events
+        .iter()
+        .find_map(|event| match &event.kind {
+            EventKind::ToolResult { error, .. } => error.clone(),
+            _ => None,
+        })
+        .expect("an error");
+    assert_eq!(error.kind, "mcp_error", "{error:?}");
+    assert!(error.message.contains("16 MiB"), "{error:?}");
+    assert!(
+        waited < Duration::from_secs(10),
+        "the call waited {waited:?}"
+    );
+    one_call(&server, "small", "big__small", json!({}));
+    let events = server
+        .chat_stream("scenario:small", "small")
+        .await
+        .collect()
+        .await;
+    let (status, output, _) = tool_result(&events);
+    assert_eq!(status, ToolResultStatus::Success);
+    assert_eq!(output.as_deref(), Some("small works"));
     server.stop().await;
 }

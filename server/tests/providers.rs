@@ -1256,6 +1256,7 @@ async fn the_model_calls_an_mcp_tool_in_every_wire_format() {
         "approval": {"mcp": "auto"},
     }))
     .await;
+    until_mcp_started(&server.client, &server.base).await;
     for provider in ["fake", "resp", "anth"] {
         let events = run_checked(&server, &format!("{provider}/mcp"), "Echo something").await;
         let message = final_message(&events);

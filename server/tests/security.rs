@@ -291,3 +291,195 @@ async fn the_tools_never_read_list_or_search_secret_files() {
         }
     }
 }
+
+/// The usual secret files, whatever their case: every read is refused, a listing hides them and a
+/// search finds nothing in them. Their contents have no credential shape, so only the deny list
+/// can keep them out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usual_secret_files_are_denied_in_any_case() {
+    const FILES: &[&str] = &[
+        ".env",
+        ".ENV",
+        ".env.local",
+        ".env-production",
+        ".envrc",
+        "prod.env",
+        ".bash_history",
+        ".zsh_history",
+        ".vault-token",
+        "terraform.tfstate",
+        "infra/terraform.tfstate.backup",
+        ".config/gcloud/credentials.db",
+        ".config/gh/hosts.yml",
+        ".cargo/credentials.toml",
+        ".cargo/credentials",
+        ".streamlit/secrets.toml",
+        "secrets.yaml",
+        "deploy/Secrets.JSON",
+        "ID_RSA",
+        ".ssh/config",
+        ".aws/credentials",
+        ".npmrc",
+        ".git-credentials",
+        "certs/server.PEM",
+        ".docker/config.json",
+    ];
+    let dir = test_dir();
+    let workspace = dir.path().join("workspace");
+    for (n, file) in FILES.iter().enumerate() {
+        let path = workspace.join(file);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+        std::fs::write(&path, format!("leak-marker-{n} in {file}\n")).expect("write");
+    }
+    let server = TestServer::start_in(dir).await;
+    let mut calls: Vec<serde_json::Value> = FILES
+        .iter()
+        .map(|file| serde_json::json!({"name": "read_file", "args": {"path": file}}))
+        .collect();
+    for folder in [".", ".config", ".cargo", ".streamlit", "deploy", "infra"] {
+        calls.push(serde_json::json!({"name": "list_dir", "args": {"path": folder}}));
+    }
+    calls.push(serde_json::json!({"name": "grep_search", "args": {"query": "leak-marker"}}));
+    server.scenario(
+        "reader",
+        serde_json::json!({"delta_interval_ms": 0, "steps": [{"tool_calls": calls}, {"text": "done"}]}),
+    );
+    let events = server
+        .chat_stream("scenario:reader", "read them all")
+        .await
+        .collect()
+        .await;
+    // The calls run at once: results come in any order, and are paired with their call by id.
+    let mut reads = std::collections::HashMap::new();
+    let mut results = 0;
+    let mut read = Vec::new();
+    for event in &events {
+        match &event.kind {
+            app::protocol::EventKind::ToolCallStarted {
+                call_id,
+                name,
+                args,
+                ..
+            } if name == "read_file" => {
+                reads.insert(call_id.clone(), args["path"].clone());
+            }
+            app::protocol::EventKind::ToolResult { call_id, error, .. } => {
+                results += 1;
+                if let Some(file) = reads.get(call_id) {
+                    if error.as_ref().map(|error| error.kind.as_str()) != Some("denied") {
+                        read.push(file.clone());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((reads.len(), results), (FILES.len(), FILES.len() + 7));
+    assert!(
+        read.is_empty(),
+        "{} of {} read: {read:?}",
+        read.len(),
+        FILES.len()
+    );
+    let text = serde_json::to_string(&events).expect("JSON");
+    assert!(
+        !text.contains("leak-marker-"),
+        "a secret file was read: {text}"
+    );
+    // A listing is a header line, then one entry a line.
+    for name in [
+        "secrets.yaml",
+        "prod.env",
+        ".envrc",
+        "credentials.toml",
+        "Secrets.JSON",
+        "gcloud/",
+        "gh/",
+        "secrets.toml",
+        "terraform.tfstate.backup",
+    ] {
+        assert!(
+            !text.contains(&format!("\\n{name}")),
+            "{name} was listed: {text}"
+        );
+    }
+    assert!(text.contains("\\nnotes.md"), "the rest is listed: {text}");
+    server.stop().await;
+}
+
+/// Key-shaped values in the usual configuration forms are redacted in what a tool returns (YAML,
+/// JSON, TOML, INI, an `export`), and in stored malformed arguments with single-quoted and bare
+/// keys and names such as `auth` and `credentials`. Code and ordinary settings stay as they are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn key_shaped_values_are_redacted_in_config_forms_and_malformed_arguments() {
+    let dir = test_dir();
+    let workspace = dir.path().join("workspace");
+    std::fs::write(
+        workspace.join("app.yaml"),
+        "db:\n  host: db.internal\n  password: yaml-pass-001\n  api_key: \"yaml-key-002\"\n",
+    )
+    .expect("yaml");
+    std::fs::write(
+        workspace.join("settings.json"),
+        r#"{"name": "app", "apiKey": "json-key-003", "clientSecret": "json-secret-004", "author": "Ada"}"#,
+    )
+    .expect("json");
+    std::fs::write(
+        workspace.join("app.toml"),
+        "[service]\nport = 8080\ntoken = \"toml-token-005\"\nauth_token = 'toml-token-006'\n",
+    )
+    .expect("toml");
+    std::fs::write(
+        workspace.join("app.ini"),
+        "[database]\nuser = app\npassword = ini-pass-007\naws_secret_access_key=ini-key-008\n\
+         export DEPLOY_TOKEN=\"sh-token-009\"\n",
+    )
+    .expect("ini");
+    std::fs::write(
+        workspace.join("code.rs"),
+        "struct Login {\n    password: String,\n}\nlet token = next_token();\n",
+    )
+    .expect("code");
+    let server = TestServer::start_in(dir).await;
+    let raw = "{'path': 'app.yaml', 'password': 'raw-pass-010', auth: raw-auth-011, \
+               \"credentials\": \"raw-cred-012\", 'apiKey': \"raw-key-013\"";
+    let mut calls: Vec<serde_json::Value> = [
+        "app.yaml",
+        "settings.json",
+        "app.toml",
+        "app.ini",
+        "code.rs",
+    ]
+    .iter()
+    .map(|file| serde_json::json!({"name": "read_file", "args": {"path": file}}))
+    .collect();
+    calls.push(serde_json::json!({"name": "read_file", "args": {"_raw": raw}}));
+    server.scenario(
+        "config",
+        serde_json::json!({"delta_interval_ms": 0, "steps": [{"tool_calls": calls}, {"text": "done"}]}),
+    );
+    let events = server
+        .chat_stream("scenario:config", "read the settings")
+        .await
+        .collect()
+        .await;
+    let text = serde_json::to_string(&events).expect("JSON");
+    for n in 1..=13 {
+        let marker = format!("-{n:03}");
+        assert!(
+            !text.contains(&marker),
+            "value {marker} was not redacted: {text}"
+        );
+    }
+    for kept in [
+        "host: db.internal",
+        "\\\"author\\\": \\\"Ada\\\"",
+        "port = 8080",
+        "user = app",
+        "password: String,",
+        "let token = next_token();",
+    ] {
+        assert!(text.contains(kept), "{kept} was changed: {text}");
+    }
+    server.stop().await;
+}

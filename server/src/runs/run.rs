@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::MemoryBudget;
 use crate::{
     redact::Streams,
-    sanitize::{sanitize_event, MAX_EVENT_BYTES},
+    sanitize::{sanitize, MAX_EVENT_BYTES},
 };
 
 /// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
@@ -243,12 +243,11 @@ impl Run {
 
     /// Redacts and appends one event, after the held-back text it ends (see [`Streams`]). A delta
     /// held back whole appends nothing and answers the newest seq.
-    fn append(&self, log: &mut Log, mut kind: EventKind) -> Option<u64> {
+    fn append(&self, log: &mut Log, kind: EventKind) -> Option<u64> {
         if log.closed {
             return None;
         }
-        sanitize_event(&mut kind);
-        let (ended, kind) = log.streams.pass(kind);
+        let (ended, kind) = sanitize(&mut log.streams, kind);
         let mut seq = None;
         for held in ended {
             seq = self.append_one(log, held).or(seq);

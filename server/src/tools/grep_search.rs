@@ -105,7 +105,7 @@ fn search(
                 continue;
             };
             let path = entry.path();
-            if workspace.is_denied_name(&name) {
+            if workspace.is_denied(&path) {
                 continue;
             }
             if kind.is_dir() {

@@ -68,7 +68,7 @@ fn entries(
     for entry in reader {
         let entry = entry.map_err(|error| tool_error("io", error.to_string()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        if workspace.is_denied_name(&name) {
+        if workspace.is_denied(&entry.path()) {
             continue;
         }
         match entry.file_type() {

@@ -10,16 +10,22 @@ use app::protocol::ToolError;
 
 use super::tool_error;
 
-/// Names the tools never read, list or search by default (`--deny-files` replaces the list):
-/// environment files, version control and key material. `*` matches within a name.
-pub const DEFAULT_DENY_FILES: &str = ".env,.env.*,.git,.ssh,.aws,.gnupg,.docker,.kube,*.pem,*.key,\
-*.p12,*.pfx,id_*,.npmrc,.netrc,.pypirc,.pgpass,.htpasswd,.git-credentials,credentials.json";
+/// What the tools never read, list or search by default (`--deny-files` replaces the list):
+/// environment files, shell histories, version control, cloud and tool credentials, Terraform
+/// state and key material. `*` matches within a name; a pattern with `/` matches consecutive
+/// folders and names anywhere in a path (`.config/gh`). Matching ignores case.
+pub const DEFAULT_DENY_FILES: &str = ".env*,*.env,.git,.ssh,.aws,.azure,.gnupg,.docker,.kube,\
+.config/gcloud,.config/gh,.cargo/credentials*,*.pem,*.key,*.p12,*.pfx,id_*,.npmrc,.netrc,.pypirc,\
+.pgpass,.my.cnf,.s3cfg,.htpasswd,.git-credentials,credentials.json,secrets.*,.vault-token,\
+*.tfstate*,.terraformrc,*_history,.history";
 
 #[derive(Clone, Debug)]
 pub struct Workspace {
     root: PathBuf,
     /// A path with any component matching one of these is refused, hidden and skipped.
-    deny: regex::RegexSet,
+    deny_names: regex::RegexSet,
+    /// A path with consecutive components matching one of these (each a list of names) too.
+    deny_paths: Vec<Vec<regex::Regex>>,
 }
 
 impl Workspace {
@@ -32,32 +38,61 @@ impl Workspace {
         Self::open_with_deny(root, &deny).map_err(std::io::Error::other)
     }
 
-    /// The workspace at `root`; `deny` holds file name globs (`*` and `?`).
+    /// The workspace at `root`; `deny` holds file name globs (`*` and `?`), `/` between the names
+    /// of a path's consecutive parts.
     pub fn open_with_deny(root: &Path, deny: &[String]) -> Result<Self, String> {
-        let patterns = deny
+        let invalid = |error: regex::Error| format!("not a valid --deny-files glob: {error}");
+        let globs = deny
             .iter()
-            .map(|glob| glob.trim())
-            .filter(|glob| !glob.is_empty())
-            .map(super::grep_search::glob_pattern);
-        let deny = regex::RegexSet::new(patterns)
-            .map_err(|error| format!("not a valid --deny-files glob: {error}"))?;
+            .map(|glob| glob.trim().trim_matches('/'))
+            .filter(|glob| !glob.is_empty());
+        let (paths, names): (Vec<&str>, Vec<&str>) = globs.partition(|glob| glob.contains('/'));
+        let name_pattern = super::grep_search::glob_pattern;
+        let deny_names = regex::RegexSetBuilder::new(names.iter().map(|glob| name_pattern(glob)))
+            .case_insensitive(true)
+            .build()
+            .map_err(invalid)?;
+        let deny_paths = paths
+            .iter()
+            .map(|glob| {
+                glob.split('/')
+                    .filter(|part| !part.is_empty())
+                    .map(|part| {
+                        regex::RegexBuilder::new(&name_pattern(part))
+                            .case_insensitive(true)
+                            .build()
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(invalid)?;
         Ok(Workspace {
             root: root.canonicalize().map_err(|error| error.to_string())?,
-            deny,
+            deny_names,
+            deny_paths,
         })
     }
 
-    /// Whether a file or folder of this name is on the deny list.
-    pub fn is_denied_name(&self, name: &str) -> bool {
-        self.deny.is_match(name)
-    }
-
-    /// Whether any component of `path` (relative, or under the root) is on the deny list.
-    fn is_denied_path(&self, path: &Path) -> bool {
+    /// Whether `path` (relative, or under the root) is on the deny list: one of its parts by
+    /// name, or consecutive parts by a pattern with `/`.
+    pub fn is_denied(&self, path: &Path) -> bool {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        relative
+        let parts: Vec<String> = relative
             .components()
-            .any(|part| self.is_denied_name(&part.as_os_str().to_string_lossy()))
+            .filter_map(|part| match part {
+                std::path::Component::Normal(name) => Some(name.to_string_lossy().into_owned()),
+                _ => None,
+            })
+            .collect();
+        parts.iter().any(|part| self.deny_names.is_match(part))
+            || self.deny_paths.iter().any(|pattern| {
+                parts.windows(pattern.len()).any(|window| {
+                    window
+                        .iter()
+                        .zip(pattern)
+                        .all(|(part, glob)| glob.is_match(part))
+                })
+            })
     }
 
     pub fn root(&self) -> &Path {
@@ -81,7 +116,7 @@ impl Workspace {
                 ),
                 _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
             })?;
-        if self.is_denied_path(requested_path) || self.is_denied_path(&real) {
+        if self.is_denied(requested_path) || self.is_denied(&real) {
             Err(tool_error(
                 "denied",
                 format!(
@@ -230,6 +265,18 @@ mod tests {
         }
         assert!(workspace.resolve("notes.md").is_ok());
         assert!(workspace.resolve("certs").is_ok());
+        // A pattern with `/` needs its folders in that order; names match in any case.
+        for (file, denied) in [
+            (".config/gh/hosts.yml", true),
+            ("tools/gh/readme.txt", false),
+            (".config/app.txt", false),
+            ("Deploy/.ENV.Production", true),
+        ] {
+            let path = root.path().join(file);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+            std::fs::write(&path, "x").expect("write");
+            assert_eq!(workspace.resolve(file).is_err(), denied, "{file}");
+        }
         let custom = Workspace::open_with_deny(root.path(), &["*.md".to_owned()]).expect("open");
         assert!(
             custom.resolve(".env").is_ok(),

@@ -377,6 +377,26 @@ pub fn assert_invariants(events: &[Event]) {
     );
 }
 
+/// Waits until no MCP server of the instance at `base` is still `starting` (start-up does not
+/// wait for them); answers `GET /api/tools` then.
+pub async fn until_mcp_started(client: &reqwest::Client, base: &str) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(40);
+    loop {
+        let listed = get_json_at(client, format!("{base}/api/tools")).await;
+        let starting = listed["mcp_servers"]
+            .as_array()
+            .is_some_and(|servers| servers.iter().any(|s| s["state"] == "starting"));
+        if !starting {
+            return listed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "an MCP server is still starting: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 pub fn db_path(dir: &TempDir) -> PathBuf {
     dir.path().join("data/glassbox.db")
 }
@@ -475,4 +495,33 @@ pub fn everything_mcp_server() -> std::path::PathBuf {
         path.display()
     );
     path
+}
+
+/// Everything the database holds: SQLite's files, or every row of PostgreSQL's tables as text.
+pub async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
+    let mut stored = Vec::new();
+    if postgres::enabled() {
+        let store = open_store(dir).await;
+        let pool = store.postgres().expect("PostgreSQL").pool();
+        for table in [
+            "conversations",
+            "messages",
+            "agent_traces",
+            "trace_event_chunks",
+            "model_turns",
+        ] {
+            let rows: Vec<String> =
+                sqlx::query_scalar(&format!("SELECT row_to_json(t)::text FROM {table} t"))
+                    .fetch_all(pool)
+                    .await
+                    .expect("read a table");
+            stored.extend(rows.concat().into_bytes());
+        }
+        store.close().await;
+        return stored;
+    }
+    for entry in std::fs::read_dir(dir.path().join("data")).expect("data dir") {
+        stored.extend(std::fs::read(entry.expect("entry").path()).expect("read database file"));
+    }
+    stored
 }

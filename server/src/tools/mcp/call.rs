@@ -118,7 +118,10 @@ async fn call(
             PeerRequestOptions::no_options(),
         )
         .await
-        .map_err(|error| unavailable(error.to_string()))?;
+        .map_err(|error| {
+            tracing::warn!(server = %server.name, %error, "an MCP request could not be sent");
+            unavailable("it did not take the request".into())
+        })?;
     let mut progress = server
         .handler
         .progress
@@ -140,6 +143,7 @@ async fn call(
         }
     };
     guard.peer = None;
+    drain_late_progress(&context, &mut progress).await;
     match answer {
         Ok(Ok(ServerResult::CallToolResult(result))) => content::to_output(result),
         Ok(Ok(ServerResult::EmptyResult(_))) => Ok(String::new()),
@@ -147,8 +151,41 @@ async fn call(
             "mcp_error",
             "The MCP server answered with something other than a tool result.",
         )),
-        Ok(Err(error)) => Err(tool_error("mcp_error", error.to_string())),
+        // The server's own message; anything else is the library's, for the log only.
+        Ok(Err(rmcp::ServiceError::McpError(error))) => {
+            Err(tool_error("mcp_error", error.message.into_owned()))
+        }
+        Ok(Err(error)) => {
+            tracing::warn!(server = %server.name, %error, "an MCP call failed");
+            Err(tool_error(
+                "mcp_error",
+                "The MCP server did not answer the call properly.",
+            ))
+        }
         Err(_) => Err(unavailable("it stopped during the call".into())),
+    }
+}
+
+/// How long the reports a server sent just before its result may take to reach us after it: the
+/// MCP library hands each notification to a task of its own, so the result can overtake them (the
+/// last report of most calls was lost). Reading stops when none came for the first figure, and
+/// after the second in any case.
+const LATE_PROGRESS_QUIET: Duration = Duration::from_millis(10);
+const LATE_PROGRESS_MAX: Duration = Duration::from_millis(100);
+
+/// Reports the progress notifications that arrived with or after the result.
+async fn drain_late_progress(
+    context: &ToolContext,
+    progress: &mut (impl futures::Stream<Item = ProgressNotificationParam> + Unpin),
+) {
+    let deadline = tokio::time::Instant::now() + LATE_PROGRESS_MAX;
+    loop {
+        let wait = LATE_PROGRESS_QUIET
+            .min(deadline.saturating_duration_since(tokio::time::Instant::now()));
+        match tokio::time::timeout(wait, progress.next()).await {
+            Ok(Some(report)) => report_progress(context, report),
+            Ok(None) | Err(_) => return,
+        }
     }
 }
 

@@ -1,16 +1,23 @@
 //! MCP tool servers, through the official Rust SDK (`rmcp`). Each server configured in the
-//! providers file (`mcp_servers`) is started once at start-up and restarted with backoff when it
-//! dies; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
+//! providers file (`mcp_servers`) is started at start-up, in the background (Glassbox listens at
+//! once; a server's tools join when it has listed them), and restarted with backoff when it dies;
+//! `notifications/tools/list_changed` lists its tools again; its stderr goes to our logs; its tools reach the model as `<server>__<tool>` beside the
 //! built-in ones. A server that fails to start is logged and reported by `GET /api/tools`; the
 //! rest works.
+//!
+//! A stdio server gets only [`INHERITED_ENV`] of Glassbox's environment plus its own `env`: never
+//! the provider keys or anything else Glassbox was given. What `GET /api/tools` says of a failed
+//! server is a fixed phrase ([`Failure::shown`]); the detail (the library's error, the command,
+//! the URL without its path) goes to the log only.
 
 mod call;
 mod content;
+mod stdio;
 
 use std::{
     collections::BTreeMap,
     path::PathBuf,
-    sync::{Arc, RwLock},
+    sync::{atomic::Ordering, Arc, RwLock},
     time::{Duration, Instant},
 };
 
@@ -20,12 +27,14 @@ use rmcp::{
     service::{NotificationContext, RunningService},
     transport::{
         streamable_http_client::StreamableHttpClientTransportConfig, StreamableHttpClientTransport,
-        TokioChildProcess,
     },
     ClientHandler, Peer, RoleClient, ServiceExt,
 };
 use serde::{Deserialize, Serialize};
-use tokio::io::AsyncBufReadExt;
+use tokio::{
+    io::AsyncBufReadExt,
+    process::{Child, ChildStdin, ChildStdout},
+};
 
 pub use call::McpTool;
 
@@ -38,6 +47,45 @@ const FIRST_RESTART_DELAY: Duration = Duration::from_secs(1);
 const MAX_RESTART_DELAY: Duration = Duration::from_secs(60);
 /// A server that stayed up this long restarts after the first delay again.
 const STABLE_AFTER: Duration = Duration::from_secs(60);
+
+/// The variables of Glassbox's environment a stdio server inherits: the default set of the
+/// official MCP SDKs (TypeScript, Python). Anything else it needs is named in its `env`.
+#[cfg(windows)]
+pub const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+#[cfg(not(windows))]
+pub const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// What a stdio server is read and written through.
+type StdioTransport = (stdio::LineCap<ChildStdout>, ChildStdin);
+/// A running service, and a stdio server's process (killed when dropped).
+type Connected = (RunningService<RoleClient, Handler>, Option<Child>);
+
+/// Why a server is not usable: a fixed phrase for users, and the detail for the log.
+struct Failure {
+    /// What `GET /api/tools` shows: no command, URL or library type.
+    shown: &'static str,
+    detail: String,
+}
+
+fn failure(shown: &'static str, detail: impl std::fmt::Display) -> Failure {
+    Failure {
+        shown,
+        detail: detail.to_string(),
+    }
+}
 
 /// One server of `mcp_servers`, in the shape other MCP clients use: a command (stdio) or a URL.
 #[derive(Clone, Debug, Deserialize)]
@@ -105,10 +153,11 @@ pub fn check_server_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Receives what a server sends on its own: the progress of our calls.
+/// Receives what a server sends on its own: the progress of our calls, and that its tools changed.
 #[derive(Clone)]
 struct Handler {
     progress: ProgressDispatcher,
+    server: std::sync::Weak<McpServer>,
 }
 
 impl ClientHandler for Handler {
@@ -118,6 +167,12 @@ impl ClientHandler for Handler {
         _context: NotificationContext<RoleClient>,
     ) {
         self.progress.handle_notification(params).await;
+    }
+
+    async fn on_tool_list_changed(&self, context: NotificationContext<RoleClient>) {
+        if let Some(server) = self.server.upgrade() {
+            server.refresh_tools(&context.peer).await;
+        }
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -142,6 +197,8 @@ pub struct McpServer {
     config: McpServerConfig,
     handler: Handler,
     connection: RwLock<Connection>,
+    /// Its tools changed while it was still starting: list them again once it runs.
+    relist: std::sync::atomic::AtomicBool,
 }
 
 impl McpServer {
@@ -183,25 +240,48 @@ impl McpServer {
         }
     }
 
-    /// Starts the server, lists its tools, and publishes them.
-    async fn connect(self: &Arc<Self>) -> Result<RunningService<RoleClient, Handler>, String> {
-        let (service, pid) = match &self.config {
+    /// Starts the server, lists its tools, and publishes them. A stdio server's process comes
+    /// back with the service: it is killed when dropped.
+    async fn connect(self: &Arc<Self>) -> Result<Connected, Failure> {
+        let (service, child) = match &self.config {
             McpServerConfig::Stdio(config) => {
-                let transport = self.spawn(config)?;
-                let pid = transport.id();
-                (self.handler.clone().serve(transport).await, pid)
+                let (transport, child) = self.spawn(config)?;
+                (self.handler.clone().serve(transport).await, Some(child))
             }
             McpServerConfig::Http(config) => {
                 let transport = http_transport(config)?;
                 (self.handler.clone().serve(transport).await, None)
             }
         };
-        let service = service.map_err(|error| format!("the MCP handshake failed: {error}"))?;
-        let listed = service
-            .peer()
-            .list_all_tools()
-            .await
-            .map_err(|error| format!("listing its tools failed: {error}"))?;
+        let pid = child.as_ref().and_then(tokio::process::Child::id);
+        let service = service.map_err(|error| {
+            failure(
+                "it did not complete the MCP handshake",
+                format!("the MCP handshake failed: {error}"),
+            )
+        })?;
+        self.relist.store(false, Ordering::SeqCst);
+        let listed = service.peer().list_all_tools().await.map_err(|error| {
+            failure(
+                "it did not list its tools",
+                format!("listing its tools failed: {error}"),
+            )
+        })?;
+        let tools = self.model_tools(listed);
+        let count = tools.len();
+        self.set(Connection {
+            peer: Some(service.peer().clone()),
+            tools,
+            status: ServerStatus::Running { tools: count, pid },
+        });
+        if self.relist.swap(false, Ordering::SeqCst) {
+            self.refresh_tools(service.peer()).await;
+        }
+        Ok((service, child))
+    }
+
+    /// The listed tools as the model sees them.
+    fn model_tools(self: &Arc<Self>, listed: Vec<rmcp::model::Tool>) -> Vec<Arc<McpTool>> {
         let mut tools: Vec<Arc<McpTool>> = Vec::new();
         for tool in listed {
             let tool = Arc::new(McpTool::new(self.clone(), tool));
@@ -215,19 +295,61 @@ impl McpServer {
             }
             tools.push(tool);
         }
-        let count = tools.len();
-        self.set(Connection {
-            peer: Some(service.peer().clone()),
-            tools,
-            status: ServerStatus::Running { tools: count, pid },
-        });
-        Ok(service)
+        tools
     }
 
-    /// Spawns a stdio server with its stderr read into our logs. It dies with us (Linux).
-    fn spawn(&self, config: &StdioConfig) -> Result<TokioChildProcess, String> {
+    /// Lists the tools again (`notifications/tools/list_changed`) and publishes them, if the
+    /// server still runs.
+    async fn refresh_tools(self: &Arc<Self>, peer: &Peer<RoleClient>) {
+        let running = self
+            .connection
+            .read()
+            .is_ok_and(|connection| matches!(connection.status, ServerStatus::Running { .. }));
+        if !running {
+            // Still starting: `connect` lists them again when it has published its list.
+            self.relist.store(true, Ordering::SeqCst);
+            return;
+        }
+        let listed = match peer.list_all_tools().await {
+            Ok(listed) => listed,
+            Err(error) => {
+                tracing::warn!(server = %self.name, %error, "listing its changed tools failed");
+                return;
+            }
+        };
+        let tools = self.model_tools(listed);
+        let count = tools.len();
+        if let Ok(mut connection) = self.connection.write() {
+            if let ServerStatus::Running { pid, .. } = connection.status {
+                connection.status = ServerStatus::Running { tools: count, pid };
+                connection.tools = tools;
+            }
+        }
+        tracing::info!(server = %self.name, tools = count, "MCP server's tools changed");
+    }
+
+    /// Spawns a stdio server with its stderr read into our logs, in the safe base environment
+    /// ([`INHERITED_ENV`]) plus its `env`; its output is read through [`stdio::LineCap`]. It dies
+    /// with us (Linux), and when its process handle is dropped.
+    fn spawn(&self, config: &StdioConfig) -> Result<(StdioTransport, Child), Failure> {
+        use std::process::Stdio;
         let mut command = tokio::process::Command::new(&config.command);
-        command.args(&config.args).kill_on_drop(true);
+        command
+            .args(&config.args)
+            .kill_on_drop(true)
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in INHERITED_ENV {
+            match std::env::var_os(name) {
+                // A shell function exported as a variable (`() { ...`) is not passed on.
+                Some(value) if !value.to_string_lossy().starts_with("()") => {
+                    command.env(name, value);
+                }
+                _ => {}
+            }
+        }
         for (key, value) in &config.env {
             command.env(key, expand_env(value));
         }
@@ -235,11 +357,20 @@ impl McpServer {
             command.current_dir(cwd);
         }
         die_with_parent(&mut command);
-        let (transport, stderr) = TokioChildProcess::builder(command)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .map_err(|error| format!("cannot start `{}`: {error}", config.command))?;
-        if let Some(stderr) = stderr {
+        let mut child = command.spawn().map_err(|error| {
+            // The program only: its arguments may carry a secret.
+            failure(
+                "its command could not be started",
+                format!("cannot start `{}`: {error}", config.command),
+            )
+        })?;
+        let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
+            return Err(failure(
+                "its command could not be started",
+                "its standard input or output could not be opened",
+            ));
+        };
+        if let Some(stderr) = child.stderr.take() {
             let server = self.name.clone();
             tokio::spawn(async move {
                 let mut lines = tokio::io::BufReader::new(stderr).lines();
@@ -249,38 +380,33 @@ impl McpServer {
                 }
             });
         }
-        Ok(transport)
+        Ok(((stdio::LineCap::new(stdout), stdin), child))
     }
 
     /// Keeps the server running: restarts it with backoff whenever it ends or fails to start.
-    /// `ready` is told after the first attempt.
-    async fn supervise(self: Arc<Self>, ready: tokio::sync::oneshot::Sender<()>) {
-        let mut ready = Some(ready);
+    async fn supervise(self: Arc<Self>) {
         let mut delay = FIRST_RESTART_DELAY;
         loop {
             let started = Instant::now();
             let attempt = tokio::time::timeout(START_TIMEOUT, self.connect()).await;
             let service = match attempt {
-                Ok(Ok(service)) => Some(service),
-                Ok(Err(error)) => {
-                    self.failed(error);
+                Ok(Ok(connected)) => Some(connected),
+                Ok(Err(failure)) => {
+                    self.failed(failure);
                     None
                 }
                 Err(_) => {
-                    self.failed(format!(
-                        "it did not start within {} s",
-                        START_TIMEOUT.as_secs()
+                    self.failed(failure(
+                        "it did not start in time",
+                        format!("it did not start within {} s", START_TIMEOUT.as_secs()),
                     ));
                     None
                 }
             };
-            if let Some(ready) = ready.take() {
-                let _ = ready.send(());
-            }
-            if let Some(service) = service {
+            if let Some((service, _process)) = service {
                 tracing::info!(server = %self.name, tools = self.tools().len(), "MCP server started");
                 let reason = service.waiting().await;
-                self.failed(format!("it stopped ({reason:?})"));
+                self.failed(failure("it stopped", format!("it stopped ({reason:?})")));
                 if started.elapsed() > STABLE_AFTER {
                     delay = FIRST_RESTART_DELAY;
                 }
@@ -291,26 +417,48 @@ impl McpServer {
         }
     }
 
-    fn failed(&self, error: String) {
+    /// Logs the detail (without secrets or a URL's path) and shows the fixed phrase.
+    fn failed(&self, failure: Failure) {
+        let mut error = crate::redact::redact_text(&failure.detail).into_owned();
+        if let McpServerConfig::Http(config) = &self.config {
+            error = without_url_path(&error, &config.url);
+        }
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
-        self.set(Connection {
-            status: ServerStatus::Failed { error },
-            ..Connection::default()
-        });
+        // Its tools stay known (the model may call them: `mcp_unavailable`) until it lists
+        // them again.
+        if let Ok(mut connection) = self.connection.write() {
+            connection.peer = None;
+            connection.status = ServerStatus::Failed {
+                error: failure.shown.to_owned(),
+            };
+        }
+    }
+}
+
+/// `text` with the path and query of `url` (hosted MCP URLs often carry a token there) replaced
+/// by `/…`: the log still says which host failed.
+fn without_url_path(text: &str, url: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |at| at + 3);
+    match url[after_scheme..].find(['/', '?']) {
+        Some(at) if url.len() > after_scheme + at + 1 => {
+            text.replace(&url[after_scheme + at..], "/…")
+        }
+        _ => text.to_owned(),
     }
 }
 
 /// A Streamable HTTP connection to `config.url`, with its headers.
 fn http_transport(
     config: &HttpConfig,
-) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, String> {
+) -> Result<StreamableHttpClientTransport<reqwest_mcp::Client>, Failure> {
+    let invalid = |detail: String| failure("its connection settings are not valid", detail);
     use reqwest_mcp::header::{HeaderName, HeaderValue};
     let mut headers = std::collections::HashMap::new();
     for (name, value) in &config.headers {
         let name = HeaderName::try_from(name.as_str())
-            .map_err(|_| format!("'{name}' is not a valid header name"))?;
+            .map_err(|_| invalid(format!("'{name}' is not a valid header name")))?;
         let value = HeaderValue::try_from(expand_env(value))
-            .map_err(|_| format!("the value of header '{name}' is not valid"))?;
+            .map_err(|_| invalid(format!("the value of header '{name}' is not valid")))?;
         headers.insert(name, value);
     }
     // The process-wide TLS provider: ring, as for the model providers' client.
@@ -318,7 +466,7 @@ fn http_transport(
     let client = reqwest_mcp::Client::builder()
         .connect_timeout(Duration::from_secs(10))
         .build()
-        .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        .map_err(|error| invalid(format!("cannot build the HTTP client: {error}")))?;
     let transport_config =
         StreamableHttpClientTransportConfig::with_uri(config.url.as_str()).custom_headers(headers);
     Ok(StreamableHttpClientTransport::with_client(
@@ -373,27 +521,25 @@ pub struct McpHub {
 }
 
 impl McpHub {
-    /// Starts every server and waits for each one's first attempt (at most [`START_TIMEOUT`]),
-    /// so the first run already sees their tools. Failures are logged, not fatal.
-    pub async fn start(configs: BTreeMap<String, McpServerConfig>) -> Self {
+    /// Starts every server in the background, without waiting: a server that is slow, or never
+    /// answers `initialize`, cannot hold Glassbox's start (its state is `starting` until its first
+    /// attempt ends, at most [`START_TIMEOUT`]); its tools join when it has listed them. Failures
+    /// are logged, not fatal.
+    pub fn start(configs: BTreeMap<String, McpServerConfig>) -> Self {
         let mut servers = Vec::new();
-        let mut waiting = Vec::new();
         for (name, config) in configs {
-            let server = Arc::new(McpServer {
+            let server = Arc::new_cyclic(|server| McpServer {
                 handler: Handler {
                     progress: ProgressDispatcher::new(),
+                    server: server.clone(),
                 },
                 name,
                 config,
                 connection: RwLock::new(Connection::default()),
+                relist: Default::default(),
             });
-            let (ready, started) = tokio::sync::oneshot::channel();
-            tokio::spawn(server.clone().supervise(ready));
+            tokio::spawn(server.clone().supervise());
             servers.push(server);
-            waiting.push(started);
-        }
-        for started in waiting {
-            let _ = started.await;
         }
         McpHub { servers }
     }
@@ -409,7 +555,8 @@ impl McpHub {
         server.tool(name)
     }
 
-    /// Every tool of every running server.
+    /// Every tool of every server, as it last listed them: a server that is down (restarting)
+    /// keeps its tools, whose calls end with `mcp_unavailable`.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
         self.servers
             .iter()
