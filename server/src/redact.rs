@@ -97,9 +97,10 @@ const KEY_VALUE_FORMS: &[&str] = &[
     r#"(?P<keep>{key}[ \t]*[:=][ \t]*")(?P<value>(?:[^"\\\n]|\\.)+)(?P<after>")"#,
     // `auth_token = 'x'` (TOML, YAML)
     r#"(?P<keep>{key}[ \t]*[:=][ \t]*')(?P<value>[^'\n]+)(?P<after>')"#,
-    // `password: x` (YAML) and `password = x` (INI), the rest of the line: not when it looks like
-    // code (`password: String,`, `token = next_token();`).
-    r#"(?m)(?P<keep>{key}[ \t]*(?::[ \t]+|[ \t]*=[ \t]*))(?P<value>[^\s'"{}\[\]()<>,;](?:[^\r\n'"{}\[\]()<>,;]*[^\s'"{}\[\]()<>,;])?)(?P<after>[ \t\r]*)$"#,
+    // `password: x` (YAML) and `password = x` (INI): one word ending its line. Not when the line
+    // looks like code (`password: String,`, `token = next_token();`) or prose (`Token: the
+    // smallest unit of text`).
+    r#"(?m)(?P<keep>{key}[ \t]*(?::[ \t]+|[ \t]*=[ \t]*))(?P<value>[^\s'"{}\[\]()<>,;]+)(?P<after>[ \t\r]*)$"#,
 ];
 
 /// Named values: the group `keep` (the name) and `after` stay, the rest becomes `[redacted]`.
@@ -541,7 +542,7 @@ mod tests {
             ("token = \"t\"", "token = \"[redacted]\""),
             ("auth_token = 't'", "auth_token = '[redacted]'"),
             (
-                "[db]\npassword = p w\r\nuser = u",
+                "[db]\npassword = p.w-1!\r\nuser = u",
                 "[db]\npassword = [redacted]\r\nuser = u",
             ),
             ("    3  secret: s\n", "    3  secret: [redacted]\n"),
@@ -561,6 +562,7 @@ mod tests {
             "max_tokens: 100",
             "token_count = 5",
             "\"primaryKey\": \"id\"",
+            "Token: the smallest unit of text a model reads",
         ] {
             assert_eq!(redact_text(text), text);
         }

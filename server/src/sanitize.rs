@@ -107,6 +107,7 @@ fn sanitize_event(kind: &mut EventKind) {
                 }
             }
         }
+        EventKind::ToolResult { .. } => sanitize_result(kind),
         EventKind::ToolApprovalRequested { args, .. } => sanitize_value(args),
         EventKind::ToolApprovalResolved {
             reason: Some(reason),
@@ -134,29 +135,6 @@ fn sanitize_event(kind: &mut EventKind) {
                 }
             }
         }
-        EventKind::ToolResult {
-            output,
-            truncated,
-            full_length,
-            error,
-            ..
-        } => {
-            if let Some(text) = output {
-                redact_output(text, truncated, full_length);
-                if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
-                    let total = text.chars().count() as u64;
-                    *text = cut.to_owned();
-                    *truncated = true;
-                    *full_length = Some(full_length.unwrap_or(0).max(total));
-                }
-            }
-            if let Some(error) = error {
-                redact_in_place(&mut error.message);
-                if let Some(cut) = shorten(&error.message, MAX_ARG_STRING_CHARS) {
-                    error.message = format!("{cut}…");
-                }
-            }
-        }
         EventKind::ReasoningPartCompleted {
             final_text: Some(text),
             ..
@@ -179,6 +157,35 @@ fn sanitize_event(kind: &mut EventKind) {
         | EventKind::ToolApprovalResolved { reason: None, .. }
         | EventKind::Usage(_)
         | EventKind::MessageFinal { .. } => {}
+    }
+}
+
+/// A `tool_result`'s output (redacted, cut and flagged) and error message (redacted, cut).
+fn sanitize_result(kind: &mut EventKind) {
+    let EventKind::ToolResult {
+        output,
+        truncated,
+        full_length,
+        error,
+        ..
+    } = kind
+    else {
+        return;
+    };
+    if let Some(text) = output {
+        redact_output(text, truncated, full_length);
+        if let Some(cut) = shorten(text, MAX_TOOL_OUTPUT_CHARS) {
+            let total = text.chars().count() as u64;
+            *text = cut.to_owned();
+            *truncated = true;
+            *full_length = Some(full_length.unwrap_or(0).max(total));
+        }
+    }
+    if let Some(error) = error {
+        redact_in_place(&mut error.message);
+        if let Some(cut) = shorten(&error.message, MAX_ARG_STRING_CHARS) {
+            error.message = format!("{cut}…");
+        }
     }
 }
 
@@ -261,13 +268,15 @@ mod tests {
     /// One event of every kind, in [`kind_index`] order, with a credential in each field that
     /// carries what a model, a tool or a person wrote.
     fn every_kind() -> Vec<EventKind> {
-        use app::protocol::{ApprovalDecision, CancelledBy, ToolError, ToolResultStatus};
         let words = format!("use {SECRET} now ");
-        let args = json!({ "api_key": "plain", "text": words, "long": "x".repeat(6000) });
-        let error = ToolError {
-            kind: "io".into(),
-            message: words.clone(),
-        };
+        let mut kinds = model_kinds(&words);
+        kinds.extend(tool_kinds(&words));
+        kinds.extend(end_kinds(&words));
+        kinds
+    }
+
+    /// The kinds before the first tool's, in [`kind_index`] order.
+    fn model_kinds(words: &str) -> Vec<EventKind> {
         vec![
             EventKind::MessageStarted {
                 conversation_id: "c".into(),
@@ -284,23 +293,31 @@ mod tests {
             EventKind::ReasoningPartDelta {
                 segment_id: "r".into(),
                 summary_index: 0,
-                text_delta: words.clone(),
+                text_delta: words.to_owned(),
             },
             EventKind::ReasoningPartCompleted {
                 segment_id: "r".into(),
                 summary_index: 0,
-                final_text: Some(words.clone()),
+                final_text: Some(words.to_owned()),
             },
+        ]
+    }
+
+    /// A tool call's kinds, in [`kind_index`] order.
+    fn tool_kinds(words: &str) -> Vec<EventKind> {
+        use app::protocol::{ApprovalDecision, ToolError, ToolResultStatus};
+        let args = json!({ "api_key": "plain", "text": words, "long": "x".repeat(6000) });
+        vec![
             EventKind::ToolCallStarted {
                 call_id: "a".into(),
                 name: "n".into(),
-                display: Some(words.clone()),
+                display: Some(words.to_owned()),
                 args: args.clone(),
                 sequence_number: 1,
             },
             EventKind::ToolCallUpdate {
                 call_id: "a".into(),
-                output_delta: Some(words.clone()),
+                output_delta: Some(words.to_owned()),
                 progress: Some(json!({ "message": words })),
             },
             EventKind::ToolApprovalRequested {
@@ -312,21 +329,30 @@ mod tests {
                 call_id: "a".into(),
                 decision: ApprovalDecision::Deny,
                 by: "local".into(),
-                reason: Some(words.clone()),
+                reason: Some(words.to_owned()),
             },
             EventKind::ToolResult {
                 call_id: "a".into(),
                 status: ToolResultStatus::Error,
                 duration_ms: 1,
-                output: Some(words.clone()),
+                output: Some(words.to_owned()),
                 truncated: false,
                 full_length: None,
-                error: Some(error),
+                error: Some(ToolError {
+                    kind: "io".into(),
+                    message: words.to_owned(),
+                }),
             },
+        ]
+    }
+
+    /// The answer's text, usage and the three endings, in [`kind_index`] order.
+    fn end_kinds(words: &str) -> Vec<EventKind> {
+        vec![
             EventKind::TextDelta {
                 segment_id: "s".into(),
                 sequence_number: Some(2),
-                delta: words.clone(),
+                delta: words.to_owned(),
             },
             EventKind::Usage(Default::default()),
             EventKind::MessageFinal {
@@ -334,14 +360,14 @@ mod tests {
                 trace_id: "t".into(),
             },
             EventKind::MessageCancelled {
-                reason: words.clone(),
-                cancelled_by: CancelledBy::User,
-                message: ended(&words),
+                reason: words.to_owned(),
+                cancelled_by: app::protocol::CancelledBy::User,
+                message: ended(words),
             },
             EventKind::MessageError {
                 code: "e".into(),
-                error: words.clone(),
-                message: ended(&words),
+                error: words.to_owned(),
+                message: ended(words),
             },
         ]
     }

@@ -145,24 +145,34 @@ async fn call(
     guard.peer = None;
     drain_late_progress(&context, &mut progress).await;
     match answer {
-        Ok(Ok(ServerResult::CallToolResult(result))) => content::to_output(result),
-        Ok(Ok(ServerResult::EmptyResult(_))) => Ok(String::new()),
-        Ok(Ok(_)) => Err(tool_error(
+        Ok(answer) => to_result(server, answer),
+        Err(_) => Err(unavailable("it stopped during the call".into())),
+    }
+}
+
+/// The server's answer as the call's result.
+fn to_result(
+    server: &McpServer,
+    answer: Result<ServerResult, rmcp::ServiceError>,
+) -> Result<String, ToolError> {
+    match answer {
+        Ok(ServerResult::CallToolResult(result)) => content::to_output(result),
+        Ok(ServerResult::EmptyResult(_)) => Ok(String::new()),
+        Ok(_) => Err(tool_error(
             "mcp_error",
             "The MCP server answered with something other than a tool result.",
         )),
         // The server's own message; anything else is the library's, for the log only.
-        Ok(Err(rmcp::ServiceError::McpError(error))) => {
+        Err(rmcp::ServiceError::McpError(error)) => {
             Err(tool_error("mcp_error", error.message.into_owned()))
         }
-        Ok(Err(error)) => {
+        Err(error) => {
             tracing::warn!(server = %server.name, %error, "an MCP call failed");
             Err(tool_error(
                 "mcp_error",
                 "The MCP server did not answer the call properly.",
             ))
         }
-        Err(_) => Err(unavailable("it stopped during the call".into())),
     }
 }
 
