@@ -16,8 +16,8 @@ use super::tool_error;
 /// folders and names anywhere in a path (`.config/gh`). Matching ignores case.
 pub const DEFAULT_DENY_FILES: &str = ".env*,*.env,.git,.ssh,.aws,.azure,.gnupg,.docker,.kube,\
 .config/gcloud,.config/gh,.cargo/credentials*,*.pem,*.key,*.p12,*.pfx,id_*,.npmrc,.netrc,.pypirc,\
-.pgpass,.my.cnf,.s3cfg,.htpasswd,.git-credentials,credentials.json,secrets.*,.vault-token,\
-*.tfstate*,.terraformrc,*_history,.history";
+.pgpass,.my.cnf,.s3cfg,.htpasswd,.git-credentials,credentials.json,secrets.y*ml,secrets.json,\
+secrets.toml,secrets.ini,secrets.env,.vault-token,*.tfstate*,.terraformrc,.*_history,.history";
 
 #[derive(Clone, Debug)]
 pub struct Workspace {
@@ -271,6 +271,11 @@ mod tests {
             ("tools/gh/readme.txt", false),
             (".config/app.txt", false),
             ("Deploy/.ENV.Production", true),
+            // Ordinary sources and folders that only look alike are read.
+            ("src/secrets.rs", false),
+            ("app/chat_history/index.md", false),
+            ("config/Secrets.YML", true),
+            (".python_history", true),
         ] {
             let path = root.path().join(file);
             std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
