@@ -671,7 +671,7 @@ mod tests {
     /// The documents of `end2end/corpus/hostile.json`: (name, text).
     fn hostile_corpus() -> Vec<(String, String)> {
         let corpus: serde_json::Value =
-            serde_json::from_str(include_str!("../../../end2end/corpus/hostile.json"))
+            crate::json::parse(include_str!("../../../end2end/corpus/hostile.json"))
                 .expect("hostile.json is JSON");
         let documents = corpus["documents"].as_array().expect("documents");
         documents
