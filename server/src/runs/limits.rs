@@ -1,7 +1,7 @@
 //! What bounds the runs a server holds: how many go at once (a semaphore in the engine), and how
 //! many bytes of event logs all runs in memory hold together. Both are checked when a run starts
 //! (429 beyond them); the memory budget is also charged per event, and a run that cannot get more
-//! ends with `memory_exhausted`.
+//! ends with `memory_exhausted`; its terminal event is cut to what is left (see `terminal`).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -199,7 +199,8 @@ impl MemoryBudget {
             .is_ok()
     }
 
-    /// Charges `bytes` even past the limit (a terminal event must always be logged).
+    /// Charges `bytes` even past the limit: a terminal event must always be logged. It is cut to
+    /// what is left first, so it passes the limit by at most `MIN_TERMINAL_BYTES` (4 KiB).
     pub fn charge(&self, bytes: usize) {
         self.used.fetch_add(bytes, Ordering::AcqRel);
     }

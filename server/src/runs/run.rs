@@ -273,6 +273,10 @@ impl Run {
             json = serde_json::to_string(&event).ok()?;
         }
         if event.kind.is_terminal() {
+            // It carries the whole message: cut to what is left under both caps.
+            if super::terminal::fit(&mut event, self.room_left(log)) {
+                json = serde_json::to_string(&event).ok()?;
+            }
             self.budget.charge(json.len());
         } else if let Err(overflow) = self.charge(log, json.len()) {
             if log.overflowed.is_none() {
@@ -295,6 +299,12 @@ impl Run {
         log.bytes += json.len();
         log.events.push(Arc::from(json));
         Some(seq)
+    }
+
+    /// The bytes this run's log may still take under its own cap and the memory budget.
+    fn room_left(&self, log: &Log) -> usize {
+        let budget_left = self.budget.limit().saturating_sub(self.budget.used());
+        MAX_RUN_LOG_BYTES.saturating_sub(log.bytes).min(budget_left)
     }
 
     /// Charges `bytes` more of log to the memory budget, or says which limit they would pass.
