@@ -9,6 +9,12 @@
 //! inside a link becomes a `<span>` (the parser would close the outer `<a>`); nothing block-level
 //! goes into a `<p>`; text never holds a NUL (the parser drops it). `end2end/corpus/` holds the
 //! documents a browser test reloads to prove it; add new constructs there.
+//!
+//! Nesting is bounded ([`MAX_DEPTH`]): a hostile answer such as `>` 2,000 times or `- ` 1,000
+//! times would otherwise build a tree as deep as it is long, and drawing and dropping it recurse
+//! once per level, overflowing a server worker's stack (and the wasm's). Elements deeper than the
+//! bound are not opened: their text joins the deepest element drawn. The parser
+//! (pulldown-cmark) keeps its own tree in flat arrays, so nothing else recurses per level.
 
 use leptos::prelude::*;
 use pulldown_cmark::{Alignment, CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -57,101 +63,149 @@ pub fn safe_href(url: &str) -> Option<String> {
         .then(|| trimmed.to_owned())
 }
 
+/// The deepest nesting of elements drawn; deeper elements become their text. Well past what a
+/// person writes (a quote in a list in a quote is 4), and small enough that drawing and dropping
+/// the tree, which recurse per level, need little stack.
+pub const MAX_DEPTH: usize = 32;
+
+/// Open elements (the bottom holds the document's top-level nodes), and how many start tags
+/// past [`MAX_DEPTH`] were not opened (their ends close nothing).
+struct Open {
+    stack: Vec<(Option<Kind>, Vec<Node>)>,
+    flattened: usize,
+}
+
+impl Open {
+    fn start(&mut self, kind: Kind) {
+        // A table needs two levels below it (head or row, cell); it is drawn whole or as text.
+        let needs = if matches!(kind, Kind::Table(_)) { 3 } else { 1 };
+        if self.flattened > 0 || self.stack.len() - 1 + needs > MAX_DEPTH {
+            self.flattened += 1;
+        } else {
+            self.stack.push((Some(kind), Vec::new()));
+        }
+    }
+
+    fn end(&mut self, tag: TagEnd) {
+        if self.flattened > 0 {
+            self.flattened -= 1;
+            // Flattened blocks stay apart.
+            let inline = matches!(
+                tag,
+                TagEnd::Emphasis
+                    | TagEnd::Strong
+                    | TagEnd::Strikethrough
+                    | TagEnd::Superscript
+                    | TagEnd::Subscript
+                    | TagEnd::Link
+                    | TagEnd::Image
+            );
+            if !inline {
+                self.push(Node::SoftBreak);
+            }
+        } else {
+            self.close_one();
+        }
+    }
+
+    fn close_one(&mut self) {
+        if self.stack.len() > 1 {
+            if let Some((Some(kind), children)) = self.stack.pop() {
+                self.push(Node::Element { kind, children });
+            }
+        }
+    }
+
+    fn push(&mut self, node: Node) {
+        let node = match node {
+            // The HTML parser drops NUL from text, so the DOM would not match what was rendered.
+            Node::Text(text) if text.contains('\0') => Node::Text(text.replace('\0', "\u{FFFD}")),
+            Node::Code(code) if code.contains('\0') => Node::Code(code.replace('\0', "\u{FFFD}")),
+            Node::CodeBlock { language, code } if code.contains('\0') => Node::CodeBlock {
+                language,
+                code: code.replace('\0', "\u{FFFD}"),
+            },
+            node => node,
+        };
+        if let Some((_, children)) = self.stack.last_mut() {
+            children.push(node);
+        }
+    }
+
+    /// Closes whatever a still-streaming text left open, and answers the top-level nodes.
+    fn finish(mut self) -> Vec<Node> {
+        while self.stack.len() > 1 {
+            self.close_one();
+        }
+        self.stack.pop().map(|(_, nodes)| nodes).unwrap_or_default()
+    }
+}
+
 fn parse(markdown: &str) -> Vec<Node> {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_FOOTNOTES;
-    // The stack of open elements; the bottom holds the document's top-level nodes.
-    let mut stack: Vec<(Option<Kind>, Vec<Node>)> = vec![(None, Vec::new())];
+    let mut open = Open {
+        stack: vec![(None, Vec::new())],
+        flattened: 0,
+    };
     let mut code_block: Option<(String, String)> = None;
     for event in Parser::new_ext(markdown, options) {
         if let Some((_, code)) = code_block.as_mut() {
             match event {
-                Event::Text(text) => {
-                    code.push_str(&text);
-                    continue;
-                }
+                Event::Text(text) => code.push_str(&text),
                 Event::End(TagEnd::CodeBlock) => {
                     if let Some((language, code)) = code_block.take() {
                         let code = code.trim_end_matches('\n').to_owned();
-                        push(&mut stack, Node::CodeBlock { language, code });
+                        open.push(Node::CodeBlock { language, code });
                     }
-                    continue;
                 }
-                _ => continue,
+                _ => {}
             }
+            continue;
         }
         match event {
-            Event::Start(tag) => match tag {
-                Tag::CodeBlock(kind) => {
-                    let language = match kind {
-                        CodeBlockKind::Fenced(info) => {
-                            info.split_whitespace().next().unwrap_or("").to_owned()
-                        }
-                        CodeBlockKind::Indented => String::new(),
-                    };
-                    code_block = Some((language, String::new()));
-                }
-                other => stack.push((Some(kind_of(other)), Vec::new())),
-            },
-            Event::End(TagEnd::CodeBlock) => {}
-            Event::End(_) => {
-                if stack.len() > 1 {
-                    if let Some((Some(kind), children)) = stack.pop() {
-                        push(&mut stack, Node::Element { kind, children });
+            Event::Start(Tag::CodeBlock(kind)) => {
+                let language = match kind {
+                    CodeBlockKind::Fenced(info) => {
+                        info.split_whitespace().next().unwrap_or("").to_owned()
                     }
-                }
+                    CodeBlockKind::Indented => String::new(),
+                };
+                code_block = Some((language, String::new()));
             }
-            // Raw HTML is text, like everything else the model writes.
-            Event::Text(text) | Event::Html(text) | Event::InlineHtml(text) => {
-                push(&mut stack, Node::Text(text.into_string()))
-            }
-            Event::FootnoteReference(label) => push(
-                &mut stack,
-                Node::Element {
-                    kind: Kind::Other,
-                    children: vec![Node::Text(format!("[{label}]"))],
-                },
-            ),
-            Event::Code(code) => push(&mut stack, Node::Code(code.into_string())),
-            Event::SoftBreak => push(&mut stack, Node::SoftBreak),
-            Event::HardBreak => push(&mut stack, Node::HardBreak),
-            Event::Rule => push(&mut stack, Node::Rule),
-            Event::InlineMath(text) | Event::DisplayMath(text) => {
-                push(&mut stack, Node::Text(text.into_string()))
-            }
-            Event::TaskListMarker(done) => push(
-                &mut stack,
-                Node::Text(if done { "☑ " } else { "☐ " }.to_owned()),
-            ),
-        }
-    }
-    // Close whatever a still-streaming text left open.
-    while stack.len() > 1 {
-        if let Some((Some(kind), children)) = stack.pop() {
-            push(&mut stack, Node::Element { kind, children });
+            Event::Start(tag) => open.start(kind_of(tag)),
+            Event::End(TagEnd::CodeBlock) => {}
+            Event::End(tag) => open.end(tag),
+            event => open.push(leaf(event)),
         }
     }
     if let Some((language, code)) = code_block {
-        push(&mut stack, Node::CodeBlock { language, code });
+        open.push(Node::CodeBlock { language, code });
     }
-    stack.pop().map(|(_, nodes)| nodes).unwrap_or_default()
+    open.finish()
 }
 
-fn push(stack: &mut [(Option<Kind>, Vec<Node>)], node: Node) {
-    let node = match node {
-        // The HTML parser drops NUL from text, so the DOM would not match what was rendered.
-        Node::Text(text) if text.contains('\0') => Node::Text(text.replace('\0', "\u{FFFD}")),
-        Node::Code(code) if code.contains('\0') => Node::Code(code.replace('\0', "\u{FFFD}")),
-        Node::CodeBlock { language, code } if code.contains('\0') => Node::CodeBlock {
-            language,
-            code: code.replace('\0', "\u{FFFD}"),
+/// The node for an event that opens and closes nothing.
+fn leaf(event: Event<'_>) -> Node {
+    match event {
+        // Raw HTML is text, like everything else the model writes.
+        Event::Text(text)
+        | Event::Html(text)
+        | Event::InlineHtml(text)
+        | Event::InlineMath(text)
+        | Event::DisplayMath(text) => Node::Text(text.into_string()),
+        Event::FootnoteReference(label) => Node::Element {
+            kind: Kind::Other,
+            children: vec![Node::Text(format!("[{label}]"))],
         },
-        node => node,
-    };
-    if let Some((_, children)) = stack.last_mut() {
-        children.push(node);
+        Event::Code(code) => Node::Code(code.into_string()),
+        Event::SoftBreak => Node::SoftBreak,
+        Event::HardBreak => Node::HardBreak,
+        Event::Rule => Node::Rule,
+        Event::TaskListMarker(done) => Node::Text(if done { "☑ " } else { "☐ " }.to_owned()),
+        Event::Start(_) | Event::End(_) => Node::Text(String::new()),
     }
 }
 
@@ -612,5 +666,85 @@ mod tests {
         assert!(!out.contains("<p><div"), "{out}");
         assert!(out.contains("☑ "), "{out}");
         assert!(!out.contains('\0'), "{out}");
+    }
+
+    /// The documents of `end2end/corpus/hostile.json`: (name, text).
+    fn hostile_corpus() -> Vec<(String, String)> {
+        let corpus: serde_json::Value =
+            crate::json::parse(include_str!("../../../end2end/corpus/hostile.json"))
+                .expect("hostile.json is JSON");
+        let documents = corpus["documents"].as_array().expect("documents");
+        documents
+            .iter()
+            .map(|document| {
+                let parts = document["parts"].as_array().expect("parts");
+                let text = parts
+                    .iter()
+                    .map(|part| {
+                        let count = part[1].as_u64().expect("count") as usize;
+                        part[0].as_str().expect("string").repeat(count)
+                    })
+                    .collect();
+                (document["name"].as_str().expect("name").to_owned(), text)
+            })
+            .collect()
+    }
+
+    /// How many elements deep the tree is.
+    fn depth(nodes: &[Node]) -> usize {
+        // Iterative, so that measuring a tree too deep does not overflow the test's stack.
+        let mut deepest = 0;
+        let mut pending: Vec<(&Node, usize)> = nodes.iter().map(|node| (node, 1)).collect();
+        while let Some((node, level)) = pending.pop() {
+            if let Node::Element { children, .. } = node {
+                deepest = deepest.max(level);
+                pending.extend(children.iter().map(|child| (child, level + 1)));
+            }
+        }
+        deepest
+    }
+
+    #[test]
+    fn nesting_is_bounded_and_deeper_nesting_becomes_text() {
+        for (name, text) in hostile_corpus() {
+            let nodes = parse(&text);
+            assert!(depth(&nodes) <= MAX_DEPTH, "{name}: {}", depth(&nodes));
+        }
+        let nodes = parse(&format!("{}deep", "> ".repeat(2_000)));
+        assert_eq!(depth(&nodes), MAX_DEPTH);
+        assert!(format!("{nodes:?}").contains("Text(\"deep\")"));
+        // A table that does not fit whole becomes its text.
+        let quoted = |depth: usize| {
+            let prefix = "> ".repeat(depth);
+            format!("{prefix}| a |\n{prefix}|---|\n{prefix}| cell |")
+        };
+        assert!(format!("{:?}", parse(&quoted(MAX_DEPTH - 3))).contains("Table"));
+        let nodes = parse(&quoted(MAX_DEPTH - 2));
+        let text = format!("{nodes:?}");
+        assert!(!text.contains("Table"), "{text}");
+        assert!(text.contains("Text(\"cell\")"), "{text}");
+        // Shallow documents are untouched.
+        let nodes = parse(&format!("{}deep", "> ".repeat(MAX_DEPTH - 4)));
+        assert!(format!("{nodes:?}").matches("Quote").count() == MAX_DEPTH - 4);
+    }
+
+    /// Every hostile document parses, renders to HTML and is dropped on a thread whose stack is
+    /// half a server worker's (2 MiB), in a debug build: nothing recurses per level of input
+    /// beyond [`MAX_DEPTH`]. Without the bound, `quotes` alone overflows it.
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn hostile_markdown_renders_on_a_small_stack() {
+        std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(|| {
+                for (name, text) in hostile_corpus() {
+                    let out = html(&text);
+                    let shown = out.contains("deep") || out.contains("ddd") || name == "stars";
+                    assert!(shown, "{name}: the text is shown");
+                }
+            })
+            .expect("thread")
+            .join()
+            .expect("rendered on a small stack");
     }
 }

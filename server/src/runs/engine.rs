@@ -428,9 +428,9 @@ impl Engine {
             "run ended"
         );
 
-        // Late subscribers read an ended run from memory for a while; past half the memory
-        // budget it leaves at once, and they read the stored trace.
-        if self.budget.used() > self.budget.limit() / 2 {
+        // Late subscribers read an ended run from memory for a while; a run that outgrew a cap,
+        // or any past half the memory budget, leaves at once, and they read the stored trace.
+        if run.overflowed().is_some() || self.budget.used() > self.budget.limit() / 2 {
             self.runs().remove(&run.run_id);
             return;
         }

@@ -1,7 +1,8 @@
 //! What bounds the runs a server holds: how many go at once (a semaphore in the engine), and how
-//! many bytes of event logs all runs in memory hold together. Both are checked when a run starts
-//! (429 beyond them); the memory budget is also charged per event, and a run that cannot get more
-//! ends with `memory_exhausted`.
+//! many bytes of event logs (and the messages they build) all runs in memory hold together. Both
+//! are checked when a run starts (429 beyond them); the memory budget is also charged per event,
+//! and a run that cannot get more ends with `memory_exhausted`; its terminal event is cut to what
+//! is left (see `terminal`).
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -19,8 +20,8 @@ use crate::error::Error;
 pub struct RunLimits {
     /// Runs going at once; one more answers 429.
     pub max_running: usize,
-    /// Bytes of event logs held by all runs in memory (going, or ended and still kept for late
-    /// subscribers).
+    /// Bytes of event logs, and of the messages they build, held by all runs in memory (going, or
+    /// ended and still kept for late subscribers).
     pub memory_budget: usize,
     /// What one signed-in user may run.
     pub per_user: UserLimits,
@@ -124,7 +125,7 @@ impl UserRuns {
     }
 }
 
-/// Bytes charged by every run's log against one limit. Written by hand: an atomic counter with a
+/// Bytes charged by every run's log and message against one limit. Written by hand: an atomic counter with a
 /// compare-and-swap is all it takes, and no crate offers a byte budget shared across owners.
 #[derive(Debug)]
 pub struct MemoryBudget {
@@ -199,7 +200,8 @@ impl MemoryBudget {
             .is_ok()
     }
 
-    /// Charges `bytes` even past the limit (a terminal event must always be logged).
+    /// Charges `bytes` even past the limit: a terminal event must always be logged. It is cut to
+    /// what is left first, so it passes the limit by at most `MIN_TERMINAL_BYTES` (4 KiB).
     pub fn charge(&self, bytes: usize) {
         self.used.fetch_add(bytes, Ordering::AcqRel);
     }

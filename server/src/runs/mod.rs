@@ -7,6 +7,7 @@ mod checkpoint;
 mod engine;
 mod limits;
 mod run;
+mod terminal;
 
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
 pub use engine::{ChatRequest, Engine, StartedChat, RETRY_AFTER_SECS};

@@ -101,6 +101,9 @@ struct Log {
     /// Event JSON; index `i` holds seq `i + 1`.
     events: Vec<Arc<str>>,
     bytes: usize,
+    /// Bytes charged to the memory budget: the log, and the text the events added to the
+    /// reducer's message (see [`held_bytes`]).
+    charged: usize,
     reducer: Reducer,
     /// The held-back ends of running texts, so a credential split across deltas is still redacted.
     streams: Streams,
@@ -272,8 +275,13 @@ impl Run {
             json = serde_json::to_string(&event).ok()?;
         }
         if event.kind.is_terminal() {
+            // It carries the whole message: cut to what is left under both caps.
+            if super::terminal::fit(&mut event, self.room_left(log)) {
+                json = serde_json::to_string(&event).ok()?;
+            }
             self.budget.charge(json.len());
-        } else if let Err(overflow) = self.charge(log, json.len()) {
+            log.charged += json.len();
+        } else if let Err(overflow) = self.charge(log, json.len(), &event.kind) {
             if log.overflowed.is_none() {
                 log.overflowed = Some(overflow);
                 self.cancel.cancel();
@@ -296,13 +304,21 @@ impl Run {
         Some(seq)
     }
 
+    /// The bytes this run's log may still take under its own cap and the memory budget.
+    fn room_left(&self, log: &Log) -> usize {
+        let budget_left = self.budget.limit().saturating_sub(self.budget.used());
+        MAX_RUN_LOG_BYTES.saturating_sub(log.bytes).min(budget_left)
+    }
+
     /// Charges `bytes` more of log to the memory budget, or says which limit they would pass.
-    fn charge(&self, log: &Log, bytes: usize) -> Result<(), Overflow> {
+    fn charge(&self, log: &mut Log, bytes: usize, kind: &EventKind) -> Result<(), Overflow> {
+        let held = held_bytes(kind, bytes);
         if log.bytes + bytes > MAX_RUN_LOG_BYTES {
             Err(Overflow::RunTooLarge)
-        } else if !self.budget.try_charge(bytes) {
+        } else if !self.budget.try_charge(held) {
             Err(Overflow::MemoryExhausted)
         } else {
+            log.charged += held;
             Ok(())
         }
     }
@@ -479,8 +495,28 @@ impl Run {
 
 impl Drop for Run {
     fn drop(&mut self) {
-        let bytes = self.log().bytes;
+        let bytes = self.log().charged;
         self.budget.release(bytes);
+    }
+}
+
+/// What an event of `json` bytes adds to what a run holds: its JSON in the log, and the text it
+/// adds to the reducer's message, which the terminal event carries (reasoning twice: the part
+/// and the parts combined). Charging only the log let ten runs under a 200 MiB budget hold
+/// 1.3 GB (issue 30).
+fn held_bytes(kind: &EventKind, json: usize) -> usize {
+    json + match kind {
+        EventKind::ReasoningPartDelta { text_delta, .. } => 2 * text_delta.len(),
+        EventKind::TextDelta { delta, .. } => delta.len(),
+        EventKind::ToolCallUpdate {
+            output_delta: Some(delta),
+            ..
+        } => delta.len(),
+        EventKind::ToolResult {
+            output: Some(output),
+            ..
+        } => output.len(),
+        _ => 0,
     }
 }
 
