@@ -116,6 +116,14 @@ for (const [name, options] of [['desktop', {}], ['phone', PHONE]]) {
     assert.equal(await page.locator('.jump-to-end').count(), 0, 'no "jump to the end": the reader is there');
     assert.equal(opened.pageTall, 0, 'the page itself does not scroll at open');
     assert.equal(worst.pageTall, 0, 'the page itself never scrolled');
+    // An answer's open export menu reaches past it (its message is drawn in full meanwhile).
+    const answer = page.locator('article.message.assistant').nth(2);
+    await answer.locator('.export-menu > summary').click();
+    await answer.locator('.export-menu [role="menuitem"]').first().waitFor();
+    // (The toggle event comes a task after the menu opens.)
+    await page.waitForFunction((el) => el.classList.contains('menu-open'), await answer.elementHandle(), { timeout: 2_000 });
+    await answer.locator('.export-menu > summary').click();
+    await page.waitForFunction((el) => !el.classList.contains('menu-open'), await answer.elementHandle());
     assert.deepEqual(problems, []);
     await context.close();
   });

@@ -240,17 +240,22 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
         })
     };
     let streaming = move || model.status.get() == MessageStatus::Streaming;
+    // Its export menu is open: the message is drawn in full so the menu can reach past it (a
+    // class rather than `:has()`, which would make every page of messages going in cost style
+    // work for all the messages already shown).
+    let menu_open = RwSignal::new(false);
     let footer = move || {
         model
             .trace_id
             .get()
             .filter(|_| !streaming())
-            .map(|trace_id| view! { <MessageFooter model trace_id state /> })
+            .map(|trace_id| view! { <MessageFooter model trace_id state menu_open /> })
     };
     view! {
         <article
             class="message assistant"
             class:live=streaming
+            class:menu-open=move || menu_open.get()
             data-status=move || model.status.get().as_str()
             aria-busy=move || streaming().to_string()
         >
@@ -269,7 +274,12 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
 /// An ended answer's figures (model, duration, tool calls, tokens) and what can be done with it:
 /// copy it, open its trace, export it.
 #[component]
-fn MessageFooter(model: MessageModel, trace_id: String, state: ChatState) -> impl IntoView {
+fn MessageFooter(
+    model: MessageModel,
+    trace_id: String,
+    state: ChatState,
+    menu_open: RwSignal<bool>,
+) -> impl IntoView {
     let facts = move || model.facts.get();
     let duration = move || facts().duration_ms.map(super::segments::format_duration);
     let tools = move || match model.tool_counts().0 {
@@ -311,7 +321,7 @@ fn MessageFooter(model: MessageModel, trace_id: String, state: ChatState) -> imp
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
                 <a class="footer-action view-trace" href=format!("/t/{trace_id}")>"View trace"</a>
-                <details class="menu export-menu">
+                <details class="menu export-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
                     <summary class="footer-action">"Export"</summary>
                     <div class="menu-items" role="menu">
                         <a role="menuitem" href=format!("/api/traces/{trace_id}/inspector.json") target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
