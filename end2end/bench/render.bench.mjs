@@ -10,7 +10,8 @@
 // 3. Replays stored traces of about 1,000 and 5,000 events at Instant and at 4x: time per event
 //    (wall and scripting) and their ratio, which is near 1 when the replay is linear.
 // 4. A conversation of 200 turns, 2,000 tool calls and a 5,000-event trace: long tasks while it
-//    opens, while scrolling, and while a new answer streams.
+//    opens, while every earlier page loads (to 400 messages shown, each page timed), while the
+//    reader's wheel scrolls the message list end to end, and while a new answer streams.
 // `npm run bench -- stream|trace|replay|long` runs one part.
 
 import { startServer } from '../support/server.mjs';
@@ -244,20 +245,64 @@ async function longConversationBenchmark(browser, server) {
   };
   const all = await page.evaluate(() => window.__bench.longTasks);
   console.log(`  opened in ${opened} ms (${(bytes / 1024).toFixed(0)} KiB of HTML, ${await page.locator('article.message').count()} messages, ${await page.locator('.tool-call').count()} tool blocks); long tasks while opening: ${all.length}${all.length ? ` (longest ${all.reduce((m, t) => Math.max(m, t.duration), 0).toFixed(0)} ms)` : ''}`);
+  // Each earlier page as a reader loads it (the button; scrolling up does the same): how long from
+  // the press to the next painted frame, and Chromium's script, style and layout time for it, by
+  // how many messages were shown before. A page costs the same at 40 as at 400 when no work grows
+  // with the messages already there.
+  const cdp = await context.newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const counters = async () => Object.fromEntries((await cdp.send('Performance.getMetrics')).metrics.map((m) => [m.name, m.value]));
+  const loads = [];
   await phase('loading every earlier page', async () => {
     while (await page.locator('.load-earlier').count()) {
       const shown = await page.locator('article.message').count();
-      await page.locator('.load-earlier').click();
-      await page.waitForFunction((n) => document.querySelectorAll('article.message').length > n, shown);
+      const before = await counters();
+      // Waits for the page to go in without looking at the list (a query over every message
+      // would itself cost more the more are shown), then for the next painted frame.
+      const took = await page.evaluate(async () => {
+        const column = document.querySelector('section.messages .message-column') ?? document.querySelector('section.messages');
+        const start = performance.now();
+        const inserted = new Promise((resolve) => {
+          const observer = new MutationObserver(() => { observer.disconnect(); resolve(); });
+          observer.observe(column, { childList: true });
+        });
+        document.querySelector('.load-earlier').click();
+        await inserted;
+        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+        return performance.now() - start;
+      });
+      const after = await counters();
+      const ms = (name) => (after[name] - before[name]) * 1000;
+      loads.push({ shown, took, script: ms('ScriptDuration'), style: ms('RecalcStyleDuration'), layout: ms('LayoutDuration') });
     }
   });
-  await phase('scrolling to the top and back', async () => {
-    for (let step = 0; step < 20; step += 1) {
+  const fmt = (load) => `${load.shown} shown: ${load.took.toFixed(0)} ms (script ${load.script.toFixed(1)}, style ${load.style.toFixed(1)}, layout ${load.layout.toFixed(1)})`;
+  console.log(`  every earlier page, by messages shown before it: ${loads.map(fmt).join('; ')}`);
+  const near = (target) => loads.filter((load) => Math.abs(load.shown - target) <= 30);
+  const median = (values) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
+  const [early, late] = [near(40), loads.slice(-3)];
+  const per = (set, key) => median(set.map((load) => load[key]));
+  console.log(`  per-page load at about 40 shown: ${per(early, 'took').toFixed(0)} ms (script ${per(early, 'script').toFixed(1)}, style ${per(early, 'style').toFixed(1)}); ` +
+    `at ${late.map((load) => load.shown).join('/')} shown: ${per(late, 'took').toFixed(0)} ms (script ${per(late, 'script').toFixed(1)}, style ${per(late, 'style').toFixed(1)}); ` +
+    `ratio ${(per(late, 'took') / per(early, 'took')).toFixed(2)}`);
+  console.log(`  messages shown: ${await page.locator('article.message').count()}; the page scrolls by ${await page.evaluate(() => document.documentElement.scrollHeight - window.innerHeight)} px (0: only the list does)`);
+  // The reader's wheel over the message list, from the end to the top and back.
+  await phase('scrolling the message list end to end', async () => {
+    const box = await page.locator('section.messages').boundingBox();
+    await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
+    const top = () => page.locator('section.messages').evaluate((list) => list.scrollTop);
+    const atEnd = () => page.locator('section.messages').evaluate((list) => list.scrollHeight - list.scrollTop - list.clientHeight <= 1);
+    let wheels = 0;
+    for (; (await top()) > 0 && wheels < 400; wheels += 1) {
       await page.mouse.wheel(0, -4000);
-      await page.waitForTimeout(30);
+      await page.waitForTimeout(16);
     }
-    await page.evaluate(() => window.scrollTo(0, document.body.scrollHeight));
-    await page.waitForTimeout(200);
+    const height = await page.locator('section.messages').evaluate((list) => list.scrollHeight);
+    for (; !(await atEnd()) && wheels < 800; wheels += 1) {
+      await page.mouse.wheel(0, 4000);
+      await page.waitForTimeout(16);
+    }
+    console.log(`  (${wheels} wheel turns over a ${height} px list)`);
   });
   await phase('streaming a new answer', async () => {
     const answers = await page.locator('article.message.assistant').count();

@@ -33,8 +33,8 @@ export async function launchBrowser() {
  * A fresh page that collects problems: console errors, uncaught exceptions, failed requests, and any
  * console message that mentions hydration.
  */
-export async function openPage(browser) {
-  const context = await browser.newContext();
+export async function openPage(browser, options = {}) {
+  const context = await browser.newContext(options);
   // A script, style, frame or connection the Content-Security-Policy blocked is a problem too.
   await context.addInitScript(() => {
     document.addEventListener('securitypolicyviolation', (event) => {

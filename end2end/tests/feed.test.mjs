@@ -118,6 +118,9 @@ test('a long conversation opens on its newest messages and loads the earlier one
   // (textContent: the page opens at its end, and off-screen messages are not rendered.)
   assert.equal(await page.locator('article.message.user').first().textContent(), 'Question 25');
   const messages = page.locator('section.messages');
+  // Only the message list scrolls: the page is as tall as the screen, however long the list.
+  const pageTall = () => page.evaluate(() => document.documentElement.scrollHeight - window.innerHeight);
+  assert.equal(await pageTall(), 0, 'the page does not scroll at open');
   const firstInView = () => page.evaluate(() => {
     const list = document.querySelector('section.messages');
     const top = list.getBoundingClientRect().top;
@@ -139,10 +142,12 @@ test('a long conversation opens on its newest messages and loads the earlier one
   await page.locator('article.message.user', { hasText: 'Question 0' }).waitFor();
   assert.equal(await page.locator('article.message').count(), 70);
   assert.equal(await page.locator('.load-earlier').count(), 0, 'nothing more to load');
+  assert.equal(await pageTall(), 0, 'the page does not scroll with every page loaded');
   // Still a working conversation: a new question streams at the end.
   await useModel(page, 'scenario:quick');
   await send(page, 'Question 35');
   await page.locator('article.message.assistant[data-status="complete"]').nth(35).waitFor();
+  assert.equal(await pageTall(), 0, 'the page does not scroll after an answer streamed');
   assert.deepEqual(problems, []);
   await context.close();
 });

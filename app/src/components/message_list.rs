@@ -5,50 +5,91 @@ use super::live::{ChatState, Entry};
 use super::segments::MessageBlocks;
 use crate::protocol::MessageStatus;
 
-/// The conversation: every message, the one being written included, keyed by id.
+/// The conversation: every message, the one being written included, keyed by id. Only this list
+/// scrolls, never the page; it follows the answer being written while the reader is at its end.
 #[component]
 pub fn MessageList(state: ChatState) -> impl IntoView {
     let empty = move || state.entries.with(Vec::is_empty);
     let section = NodeRef::<leptos::html::Section>::new();
+    let content = NodeRef::<leptos::html::Div>::new();
+    // The reader scrolled up, away from the end: "jump to the end" shows.
+    let away = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
-    {
-        let follower = StoredValue::new_local(None::<super::follow_bottom::FollowBottom>);
-        Effect::new(move |_| {
-            if let Some(element) = section.get() {
-                let element: web_sys::Element = element.into();
-                follower.set_value(super::follow_bottom::FollowBottom::start(element));
-            }
-        });
-        on_cleanup(move || {
-            let _ = follower.try_update_value(|follower| follower.take());
-        });
-    }
+    let jump = follow(state, section, content, away);
+    #[cfg(not(feature = "hydrate"))]
+    let jump = || {};
     view! {
         <section class="messages" node_ref=section>
-            <Show when=empty>
-                <div class="welcome">
-                    <h1>"What should the agent look into?"</h1>
-                    <p class="muted">"Every reasoning step and tool call shows up here as it happens."</p>
-                </div>
+            <div class="message-column" node_ref=content>
+                <Show when=empty>
+                    <div class="welcome">
+                        <h1>"What should the agent look into?"</h1>
+                        <p class="muted">"Every reasoning step and tool call shows up here as it happens."</p>
+                    </div>
+                </Show>
+                <Show when=move || { state.earlier.get() > 0 }>
+                    <EarlierMessages state />
+                </Show>
+                <For each=move || state.entries.get() key=|entry| entry.id().to_owned() let:entry>
+                    {match entry {
+                        Entry::User { text, .. } => view! {
+                            <article class="message user" data-status="complete">
+                                <div class="message-text">{text}</div>
+                            </article>
+                        }
+                        .into_any(),
+                        Entry::Assistant { id, model } => view! { <AssistantMessage id model state /> }.into_any(),
+                    }}
+                </For>
+            </div>
+            <Show when=move || away.get()>
+                <button type="button" class="jump-to-end" on:click=move |_| jump()>
+                    "↓ Jump to the end"
+                </button>
             </Show>
-            <Show when=move || { state.earlier.get() > 0 }>
-                <EarlierMessages state />
-            </Show>
-            <For each=move || state.entries.get() key=|entry| entry.id().to_owned() let:entry>
-                {match entry {
-                    Entry::User { text, .. } => view! {
-                        <article class="message user" data-status="complete">
-                            <div class="message-text">{text}</div>
-                        </article>
-                    }
-                    .into_any(),
-                    Entry::Assistant { id, model } => view! { <AssistantMessage id model state /> }.into_any(),
-                }}
-            </For>
             <RunStatusAnnouncer state />
         </section>
     }
     .into_any()
+}
+
+/// Keeps the list at its end while the reader is there (see `follow_bottom`), and goes back to
+/// it when they send a question. Returns what "jump to the end" does.
+#[cfg(feature = "hydrate")]
+fn follow(
+    state: ChatState,
+    section: NodeRef<leptos::html::Section>,
+    content: NodeRef<leptos::html::Div>,
+    away: RwSignal<bool>,
+) -> impl Fn() + Copy + 'static {
+    use super::follow_bottom::FollowBottom;
+    let follower = StoredValue::new_local(None::<FollowBottom>);
+    Effect::new(move |_| {
+        if let (Some(list), Some(content)) = (section.get(), content.get()) {
+            let (list, content): (web_sys::Element, web_sys::Element) =
+                (list.into(), content.into());
+            let on_away = move |is_away| away.set(is_away);
+            follower.set_value(FollowBottom::start(list, &content, on_away));
+        }
+    });
+    let jump = move || follower.with_value(|f| f.as_ref().map(FollowBottom::jump));
+    // A question was sent (a new last entry, the reader's): its answer is what they want to see.
+    Effect::new(move |previous: Option<Option<String>>| {
+        let last_question = state.entries.with(|entries| match entries.last() {
+            Some(Entry::User { id, .. }) => Some(id.clone()),
+            _ => None,
+        });
+        if previous.is_some_and(|previous| previous != last_question) && last_question.is_some() {
+            jump();
+        }
+        last_question
+    });
+    on_cleanup(move || {
+        let _ = follower.try_update_value(|follower| follower.take());
+    });
+    move || {
+        jump();
+    }
 }
 
 /// A long conversation opens on its newest messages; older ones load a page at a time, when the
@@ -131,25 +172,31 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
 }
 
 /// Where the reader is: the first message now in the list and how far it is from the list's
-/// top, to be kept while earlier messages go in above it.
+/// top, to be kept while earlier messages go in above it, unless the reader scrolls meanwhile.
 #[cfg(feature = "hydrate")]
 #[derive(Clone)]
 struct KeepPlace {
     list: web_sys::Element,
     first: web_sys::Element,
     offset: f64,
+    /// `follow_bottom::user_scrolls()` when the place was taken.
+    scrolls: u32,
 }
 
 #[cfg(feature = "hydrate")]
 impl KeepPlace {
+    /// Found from the button, not by searching the list: nothing here grows with the messages
+    /// already shown. The first message is the one right after the button's block.
     fn take(button: Option<web_sys::HtmlButtonElement>) -> Option<Self> {
-        let list = button?.closest("section.messages").ok()??;
-        let first = list.query_selector("article.message").ok()??;
+        let button = button?;
+        let list = button.closest("section.messages").ok()??;
+        let first = button.parent_element()?.next_element_sibling()?;
         let offset = first.get_bounding_client_rect().top();
         Some(KeepPlace {
             list,
             first,
             offset,
+            scrolls: super::follow_bottom::user_scrolls(),
         })
     }
 
@@ -168,7 +215,12 @@ impl KeepPlace {
         });
     }
 
+    /// Does nothing once the reader has scrolled (wheel, touch, keys) since the place was taken:
+    /// where they went is where they stay.
     fn restore(&self) {
+        if super::follow_bottom::user_scrolls() != self.scrolls {
+            return;
+        }
         let moved = self.first.get_bounding_client_rect().top() - self.offset;
         self.list
             .set_scroll_top(self.list.scroll_top() + moved.round() as i32);
@@ -188,17 +240,22 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
         })
     };
     let streaming = move || model.status.get() == MessageStatus::Streaming;
+    // Its export menu is open: the message is drawn in full so the menu can reach past it (a
+    // class rather than `:has()`, which would make every page of messages going in cost style
+    // work for all the messages already shown).
+    let menu_open = RwSignal::new(false);
     let footer = move || {
         model
             .trace_id
             .get()
             .filter(|_| !streaming())
-            .map(|trace_id| view! { <MessageFooter model trace_id state /> })
+            .map(|trace_id| view! { <MessageFooter model trace_id state menu_open /> })
     };
     view! {
         <article
             class="message assistant"
             class:live=streaming
+            class:menu-open=move || menu_open.get()
             data-status=move || model.status.get().as_str()
             aria-busy=move || streaming().to_string()
         >
@@ -217,7 +274,12 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
 /// An ended answer's figures (model, duration, tool calls, tokens) and what can be done with it:
 /// copy it, open its trace, export it.
 #[component]
-fn MessageFooter(model: MessageModel, trace_id: String, state: ChatState) -> impl IntoView {
+fn MessageFooter(
+    model: MessageModel,
+    trace_id: String,
+    state: ChatState,
+    menu_open: RwSignal<bool>,
+) -> impl IntoView {
     let facts = move || model.facts.get();
     let duration = move || facts().duration_ms.map(super::segments::format_duration);
     let tools = move || match model.tool_counts().0 {
@@ -259,7 +321,7 @@ fn MessageFooter(model: MessageModel, trace_id: String, state: ChatState) -> imp
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
                 <a class="footer-action view-trace" href=format!("/t/{trace_id}")>"View trace"</a>
-                <details class="menu export-menu">
+                <details class="menu export-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
                     <summary class="footer-action">"Export"</summary>
                     <div class="menu-items" role="menu">
                         <a role="menuitem" href=format!("/api/traces/{trace_id}/inspector.json") target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
