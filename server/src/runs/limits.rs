@@ -171,8 +171,9 @@ pub fn trimmer(budget: &Arc<MemoryBudget>) {
     });
 }
 
+/// Returns the allocator's free memory to the system (glibc; elsewhere nothing).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn trim_allocator() {
+pub fn trim_allocator() {
     // SAFETY: malloc_trim only returns free pages of the allocator's own heaps to the system.
     unsafe {
         libc::malloc_trim(0);
@@ -180,7 +181,7 @@ fn trim_allocator() {
 }
 
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn trim_allocator() {}
+pub fn trim_allocator() {}
 
 impl MemoryBudget {
     pub fn new(limit: usize) -> Arc<Self> {

@@ -11,7 +11,7 @@ mod terminal;
 
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
 pub use engine::{ChatRequest, Engine, StartedChat, RETRY_AFTER_SECS};
-pub use limits::{MemoryBudget, RunLimits, UserLimits, UserRuns, UserSlot};
+pub use limits::{trim_allocator, MemoryBudget, RunLimits, UserLimits, UserRuns, UserSlot};
 pub use run::{
     ApprovalAnswer, ApprovalRefused, Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES,
 };
