@@ -5,7 +5,7 @@
 
 mod common;
 
-use std::{io::Write, time::Duration};
+use std::time::Duration;
 
 use common::*;
 use reqwest::{header, redirect::Policy, Client, StatusCode};
@@ -25,27 +25,6 @@ fn site() -> std::sync::Arc<tempfile::TempDir> {
     )
     .expect("scenario");
     dir
-}
-
-/// `glassbox users add NAME`, the password on standard input.
-fn add_user(dir: &tempfile::TempDir, name: &str, password: &str) -> std::process::Output {
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .args(store_args(dir))
-        .args(["users", "add", name])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("start glassbox users add");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(format!("{password}\n").as_bytes())
-        .expect("write the password");
-    child.wait_with_output().expect("users add")
 }
 
 fn client() -> Client {

@@ -166,3 +166,83 @@ async fn the_wal_is_moved_into_the_database_file_off_the_writers_path() {
     }
     server.stop().await;
 }
+
+/// Issue 30: `/healthz` is public, and its reason showed anyone the database's own words (which
+/// may name a path or a host). Signed out it says that writes fail; signed in, why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signed_out_health_check_does_not_show_the_databases_words() {
+    let server = TestServer::start_with(test_dir(), |config| {
+        config.auth = glassbox::auth::AuthMode::Password;
+    })
+    .await;
+    glassbox::auth::add_user(&server.store, "alice", "alice-password")
+        .await
+        .expect("add a user");
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client");
+    let signed_in = client
+        .post(server.url("/auth/login"))
+        .form(&[("name", "alice"), ("password", "alice-password")])
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = signed_in
+        .headers()
+        .get("set-cookie")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .expect("a session cookie")
+        .to_owned();
+    let big = "x".repeat(200_000);
+    server.scenario(
+        "big",
+        json!({"delta_chars": 4000, "delta_interval_ms": 0, "steps": [{"text": big}]}),
+    );
+    let reason = fill_the_database(&server).await;
+    let started = client
+        .post(server.url("/api/chat"))
+        .header("cookie", &cookie)
+        .header("accept", "application/json")
+        .json(&json!({"content": "fill it", "model": "scenario:big"}))
+        .send()
+        .await
+        .expect("start");
+    assert_eq!(started.status(), 201);
+    let health = |cookie: Option<String>| {
+        let mut request = client.get(server.url("/healthz"));
+        if let Some(cookie) = cookie {
+            request = request.header("cookie", cookie);
+        }
+        async move {
+            let response = request.send().await.expect("healthz");
+            let status = response.status().as_u16();
+            (
+                status,
+                response.json::<serde_json::Value>().await.expect("JSON"),
+            )
+        }
+    };
+    let mut signed_out = None;
+    for _ in 0..100 {
+        let (status, body) = health(None).await;
+        if status == 503 {
+            signed_out = Some(body);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let signed_out = signed_out.expect("healthz answers 503 while writes fail");
+    assert_eq!(
+        signed_out["reason"], "writes to the database fail",
+        "{signed_out}"
+    );
+    let (_, owner) = health(Some(cookie)).await;
+    assert!(
+        owner["reason"].as_str().is_some_and(|r| r.contains(reason)),
+        "a signed-in user reads why: {owner}"
+    );
+    free_the_database(&server).await;
+    server.stop().await;
+}

@@ -26,27 +26,6 @@ fn site() -> std::sync::Arc<tempfile::TempDir> {
     dir
 }
 
-fn add_user(dir: &tempfile::TempDir, name: &str, password: &str) {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .args(store_args(dir))
-        .args(["users", "add", name])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start glassbox users add");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(format!("{password}\n").as_bytes())
-        .expect("write the password");
-    assert!(child.wait().expect("users add").success());
-}
-
 fn client_from(address: &str) -> Client {
     Client::builder()
         .redirect(Policy::none())
@@ -92,7 +71,7 @@ fn peak_memory(pid: u32) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sixty_guesses_at_once_are_counted_before_they_are_verified() {
     let dir = site();
-    add_user(&dir, "alice", "alice-password");
+    assert!(add_user(&dir, "alice", "alice-password").status.success());
     let server = launch(&dir, &["--auth", "password"]).await;
     let client = client_from("127.0.0.1");
     let guesses = (0..60).map(|n| {
@@ -153,7 +132,7 @@ async fn a_crowd_of_failing_sign_ins_does_not_take_the_memory_of_the_process() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_from_one_place_delay_that_place_but_never_lock_the_owner_out() {
     let dir = site();
-    add_user(&dir, "alice", "alice-password");
+    assert!(add_user(&dir, "alice", "alice-password").status.success());
     let server = launch(&dir, &["--auth", "password"]).await;
     let base = server.base.as_str();
     let attacker = client_from("127.0.0.1");
@@ -191,7 +170,7 @@ async fn failures_from_one_place_delay_that_place_but_never_lock_the_owner_out()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_forwarded_address_counts_only_from_a_configured_proxy() {
     let dir = site();
-    add_user(&dir, "alice", "alice-password");
+    assert!(add_user(&dir, "alice", "alice-password").status.success());
     // Behind a proxy: every client connects from the proxy's address.
     let server = launch(&dir, &["--auth", "password", "--real-ip-from", "127.0.0.1"]).await;
     let proxy = client_from("127.0.0.1");
@@ -331,7 +310,7 @@ async fn an_announced_length_over_the_limit_is_refused_before_it_is_read() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn next_never_leaves_the_site_and_a_newline_is_no_server_error() {
     let dir = site();
-    add_user(&dir, "alice", "alice-password");
+    assert!(add_user(&dir, "alice", "alice-password").status.success());
     let server = launch(&dir, &["--auth", "password"]).await;
     for next in [
         "/\t/evil.example",
@@ -384,7 +363,9 @@ async fn options_that_would_overflow_are_refused_at_start() {
 }
 
 async fn cookie_of(dir: &tempfile::TempDir, base: &str, name: &str) -> String {
-    add_user(dir, name, &format!("{name}-password"));
+    assert!(add_user(dir, name, &format!("{name}-password"))
+        .status
+        .success());
     let (status, cookie) = sign_in(
         &client_from("127.0.0.1"),
         base,

@@ -5,7 +5,7 @@
 
 pub mod postgres;
 
-use std::{path::PathBuf, process::Stdio, sync::Arc, time::Duration};
+use std::{io::Write as _, path::PathBuf, process::Stdio, sync::Arc, time::Duration};
 
 use app::protocol::{Event, EventKind};
 use futures::StreamExt;
@@ -466,6 +466,27 @@ pub struct Binary {
     pub address: String,
     /// `http://127.0.0.1:<port>`
     pub base: String,
+}
+
+/// `glassbox users add NAME` on the test directory's database, the password on standard input.
+pub fn add_user(dir: &tempfile::TempDir, name: &str, password: &str) -> std::process::Output {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .args(store_args(dir))
+        .args(["users", "add", name])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start glassbox users add");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(format!("{password}\n").as_bytes())
+        .expect("write the password");
+    child.wait_with_output().expect("users add")
 }
 
 /// Starts the binary with test tools and `extra` options, and waits until it answers.
