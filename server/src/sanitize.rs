@@ -189,8 +189,9 @@ fn sanitize_result(kind: &mut EventKind) {
     }
 }
 
-/// Text a person wrote: redacted, and cut like an argument string.
-fn sanitize_text(text: &mut String) {
+/// Text a person wrote: redacted, and cut like an argument string. Also what a trace stores as
+/// its run's cancellation or failure reason, which does not pass through an event.
+pub fn sanitize_text(text: &mut String) {
     redact_in_place(text);
     if let Some(cut) = shorten(text, MAX_ARG_STRING_CHARS) {
         *text = format!("{cut}…");
@@ -408,7 +409,7 @@ mod tests {
             let name = kind.type_name();
             let (ended, kind) = sanitize(&mut streams, kind);
             for event in ended.iter().chain(&kind) {
-                let text = serde_json::to_string(event).unwrap_or_default();
+                let text = serde_json::to_string(event).expect("JSON");
                 assert!(!text.contains(SECRET), "{name}: {text}");
                 assert!(
                     !text.contains(&"x".repeat(MAX_ARG_STRING_CHARS + 1)),
@@ -418,7 +419,7 @@ mod tests {
             }
         }
         for event in streams.flush_all() {
-            let text = serde_json::to_string(&event).unwrap_or_default();
+            let text = serde_json::to_string(&event).expect("JSON");
             assert!(!text.contains(SECRET), "{text}");
         }
     }

@@ -60,12 +60,13 @@ async fn sign_in(
 
 /// The peak resident memory of a process, in bytes (Linux).
 fn peak_memory(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("/proc status");
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|kb| kb.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
+        .map(|kb| kb * 1024)
+        .expect("VmHWM")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -421,4 +422,53 @@ async fn another_users_conversation_is_not_found_even_while_it_runs() {
     assert_eq!(page.status(), StatusCode::NOT_FOUND);
     let body = page.text().await.unwrap_or_default();
     assert!(!body.contains("a slow answer"), "nothing of Alice's");
+}
+
+/// A person's cancel reason is stored with the trace apart from its events: it is cleaned as the
+/// events' copy is, so a share link or an export reads no credential in it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_reason_is_stored_without_the_credential_in_it() {
+    let dir = site();
+    let server = launch(&dir, &[]).await;
+    let base = server.base.as_str();
+    let client = client_from("127.0.0.1");
+    let started: Value = client
+        .post(format!("{base}/api/chat"))
+        .header(header::ACCEPT, "application/json")
+        .json(&json!({"content": "go", "model": "scenario:slow"}))
+        .send()
+        .await
+        .expect("POST")
+        .json()
+        .await
+        .expect("JSON");
+    let (run, trace) = (
+        started["run_id"].as_str().expect("run"),
+        started["trace_id"].as_str().expect("trace"),
+    );
+    const SECRET: &str = "sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123";
+    let cancelled = client
+        .post(format!("{base}/api/runs/{run}/cancel"))
+        .json(&json!({"reason": format!("stop: my key {SECRET} leaked")}))
+        .send()
+        .await
+        .expect("cancel");
+    assert!(cancelled.status().is_success());
+    let mut stored = String::new();
+    for _ in 0..100 {
+        stored = client
+            .get(format!("{base}/api/traces/{trace}"))
+            .send()
+            .await
+            .expect("GET")
+            .text()
+            .await
+            .unwrap_or_default();
+        if stored.contains("\"cancelled\"") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(stored.contains("cancellation_reason"), "{stored}");
+    assert!(!stored.contains(SECRET), "the stored reason: {stored}");
 }

@@ -178,6 +178,11 @@ impl Auth {
                 "this server does not use passwords (--auth)".into(),
             ));
         }
+        // No account has a longer name (`add_user`); such a name is not kept in the throttle's
+        // table either, where it would take memory.
+        if name.len() > MAX_NAME_BYTES {
+            return Err(Error::Unauthenticated("wrong name or password".into()));
+        }
         let attempt = self.throttle.begin(name, client)?;
         let user = self.store.user_by_name(name).await?;
         let verified = match &user {
@@ -282,10 +287,13 @@ fn session_token(headers: &HeaderMap) -> Option<String> {
         .map(|(_, value)| value.to_owned())
 }
 
+/// The longest user name, in bytes.
+const MAX_NAME_BYTES: usize = 64;
+
 /// `glassbox users add NAME`: reads the password (one line) from standard input.
 pub async fn add_user(store: &Store, name: &str, password: &str) -> Result<()> {
     let name = name.trim();
-    if name.is_empty() || name.len() > 64 || name.chars().any(char::is_control) {
+    if name.is_empty() || name.len() > MAX_NAME_BYTES || name.chars().any(char::is_control) {
         return Err(Error::InvalidField(
             "a user name is 1 to 64 printable characters".into(),
         ));

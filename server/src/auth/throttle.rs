@@ -8,9 +8,11 @@
 //!   milliseconds of CPU on the blocking pool: past [`Throttle::in_flight`] at once, an attempt is
 //!   answered 429 `busy` at once, so a crowd of sign-ins cannot take the memory of the process.
 //! - **Progressive delay.** Each key has a number of free failures; past them each further attempt
-//!   must wait twice as long as the one before (15 s first), up to a cap ([`Policy`]). A name under attack from
-//!   elsewhere costs its owner at most a minute ([`NAME`]); the attacker's own address and pair of
-//!   (name, address) wait up to fifteen minutes. A key that fails nothing for [`WINDOW`] forgets.
+//!   must wait twice as long as the one before (15 s first), up to a cap ([`Policy`]). A name under
+//!   attack from elsewhere waits at most a minute between attempts ([`NAME`]), and not at all from
+//!   a place its owner has signed in from before (a known pair); the attacker's own address and
+//!   pair of (name, address) wait up to fifteen minutes. A key that fails nothing for [`WINDOW`]
+//!   forgets.
 //! - **A bounded table.** At most [`MAX_KEYS`] keys, the least recently used evicted first (an
 //!   attacker cycling names evicts only stale keys, never the one under attack); IPv6 addresses
 //!   count by their /64, which one subscriber usually holds whole.
@@ -82,6 +84,9 @@ enum Key {
 struct Entry {
     failures: u32,
     last: Instant,
+    /// A pair (name, address) that has signed in: it does not wait for the name's delay, so
+    /// guessers elsewhere cannot keep the owner out of a place they signed in from before.
+    known: bool,
 }
 
 pub struct Throttle {
@@ -131,8 +136,14 @@ impl Throttle {
         let keys = keys(name, address);
         let now = Instant::now();
         let mut entries = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let known = keys.iter().any(|(key, _)| {
+            matches!(key, Key::Pair(..)) && entries.get(key).is_some_and(|e| e.known)
+        });
         let mut wait = Duration::ZERO;
         for (key, policy) in &keys {
+            if known && matches!(key, Key::Name(_)) {
+                continue;
+            }
             if let Some(entry) = entries.get(key).filter(|e| now - e.last < WINDOW) {
                 let ready = entry.last + policy.delay(entry.failures);
                 wait = wait.max(ready.saturating_duration_since(now));
@@ -146,17 +157,17 @@ impl Throttle {
             });
         }
         for (key, _) in &keys {
-            let fresh = Entry {
-                failures: 0,
-                last: now,
-            };
-            let entry = entries.get(key).copied().filter(|e| now - e.last < WINDOW);
-            let entry = entry.unwrap_or(fresh);
+            let previous = entries.get(key).copied();
+            let known = previous.is_some_and(|e| e.known);
+            let failures = previous
+                .filter(|e| now - e.last < WINDOW)
+                .map_or(0, |e| e.failures);
             entries.insert(
                 key.clone(),
                 Entry {
-                    failures: entry.failures.saturating_add(1),
+                    failures: failures.saturating_add(1),
                     last: now,
+                    known,
                 },
             );
         }
@@ -174,8 +185,9 @@ impl Throttle {
 }
 
 impl Attempt<'_> {
-    /// The password was right: the name and the pair forget their failures; the address gets this
-    /// attempt back (a guesser with an account of their own cannot clear their address's count).
+    /// The password was right: the name forgets its failures and the pair becomes known (see
+    /// [`Entry::known`]); the address gets this attempt back (a guesser with an account of their
+    /// own cannot clear their address's count).
     pub fn succeeded(self) {
         let mut entries = self
             .throttle
@@ -189,8 +201,18 @@ impl Attempt<'_> {
                         entry.failures = entry.failures.saturating_sub(1);
                     }
                 }
-                Key::Name(_) | Key::Pair(..) => {
+                Key::Name(_) => {
                     entries.remove(key);
+                }
+                Key::Pair(..) => {
+                    entries.insert(
+                        key.clone(),
+                        Entry {
+                            failures: 0,
+                            last: Instant::now(),
+                            known: true,
+                        },
+                    );
                 }
             }
         }
@@ -255,6 +277,26 @@ mod tests {
             .expect("free")
             .succeeded();
         assert!(throttle.begin("bob", ip("10.0.0.3")).is_ok());
+    }
+
+    #[test]
+    fn guessers_elsewhere_do_not_keep_the_owner_out_of_a_place_they_signed_in_from() {
+        let throttle = Throttle::new(100, 1000);
+        throttle
+            .begin("carol", ip("10.0.0.9"))
+            .expect("free")
+            .succeeded();
+        for n in 0..40u32 {
+            drop(throttle.begin("carol", ip(&format!("10.0.1.{n}"))));
+        }
+        assert!(
+            throttle.begin("carol", ip("10.0.0.50")).is_err(),
+            "a new place waits for the name's delay"
+        );
+        assert!(
+            throttle.begin("carol", ip("10.0.0.9")).is_ok(),
+            "the owner's known place does not"
+        );
     }
 
     #[test]

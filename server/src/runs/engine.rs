@@ -386,9 +386,14 @@ impl Engine {
         let events = run.all_events();
         let (cancelled_by, reason, error_code) = match &ending {
             RunEnding::Completed => (None, None, None),
-            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.as_str()), None),
-            RunEnding::Failed { code, error } => (None, Some(error.as_str()), Some(code.as_str())),
+            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
+            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code.as_str())),
         };
+        // The trace keeps the reason apart from the events: cleaned as the events' copy is.
+        let reason = reason.map(|mut reason| {
+            crate::sanitize::sanitize_text(&mut reason);
+            reason
+        });
         let completed_at = now_rfc3339();
         // The same figure the message carries (its footer shows it).
         let duration_ms = message
@@ -406,7 +411,7 @@ impl Engine {
                 completed_at: &completed_at,
                 duration_ms,
                 cancelled_by,
-                reason,
+                reason: reason.as_deref(),
                 error_code,
                 events: &events,
                 model_turns: &model_turns,
