@@ -119,6 +119,7 @@ async fn call(
         )
         .await
         .map_err(|error| {
+            let error = server.loggable(&error);
             tracing::warn!(server = %server.name, %error, "an MCP request could not be sent");
             unavailable("it did not take the request".into())
         })?;
@@ -167,6 +168,7 @@ fn to_result(
             Err(tool_error("mcp_error", error.message.into_owned()))
         }
         Err(error) => {
+            let error = server.loggable(&error);
             tracing::warn!(server = %server.name, %error, "an MCP call failed");
             Err(tool_error(
                 "mcp_error",

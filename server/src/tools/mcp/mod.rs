@@ -313,6 +313,7 @@ impl McpServer {
         let listed = match peer.list_all_tools().await {
             Ok(listed) => listed,
             Err(error) => {
+                let error = self.loggable(&error);
                 tracing::warn!(server = %self.name, %error, "listing its changed tools failed");
                 return;
             }
@@ -418,11 +419,18 @@ impl McpServer {
     }
 
     /// Logs the detail (without secrets or a URL's path) and shows the fixed phrase.
-    fn failed(&self, failure: Failure) {
-        let mut error = crate::redact::redact_text(&failure.detail).into_owned();
-        if let McpServerConfig::Http(config) = &self.config {
-            error = without_url_path(&error, &config.url);
+    /// An error of this server as the log may hold it: redacted, and without its URL's path and
+    /// query (the library's errors name the URL, and hosted MCP URLs often carry a token there).
+    pub(super) fn loggable(&self, error: &dyn std::fmt::Display) -> String {
+        let error = crate::redact::redact_text(&error.to_string()).into_owned();
+        match &self.config {
+            McpServerConfig::Http(config) => without_url_path(&error, &config.url),
+            McpServerConfig::Stdio(_) => error,
         }
+    }
+
+    fn failed(&self, failure: Failure) {
+        let error = self.loggable(&failure.detail);
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
         // Its tools stay known (the model may call them: `mcp_unavailable`) until it lists
         // them again.
