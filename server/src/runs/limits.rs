@@ -202,7 +202,9 @@ impl MemoryBudget {
     }
 
     /// Charges `bytes` even past the limit: a terminal event must always be logged. It is cut to
-    /// what is left first, so it passes the limit by at most `MIN_TERMINAL_BYTES` (4 KiB).
+    /// what is left first, so one run passes the limit by at most `MIN_TERMINAL_BYTES` (4 KiB).
+    /// The room is read, then charged: runs that end at the same moment may each take the room
+    /// left, so the shared budget can be passed by that room once per run ending at once.
     pub fn charge(&self, bytes: usize) {
         self.used.fetch_add(bytes, Ordering::AcqRel);
     }
