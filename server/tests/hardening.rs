@@ -17,12 +17,11 @@ use tokio::{
 
 fn site() -> std::sync::Arc<tempfile::TempDir> {
     let dir = test_dir();
-    std::fs::write(
-        dir.path().join("scenarios/slow.json"),
-        json!({"delta_chars": 2, "delta_interval_ms": 100, "steps": [{"text": "a slow answer that takes a while to stream"}]})
-            .to_string(),
-    )
-    .expect("scenario");
+    write_scenario(
+        &dir,
+        "slow",
+        json!({"delta_chars": 2, "delta_interval_ms": 100, "steps": [{"text": "a slow answer that takes a while to stream"}]}),
+    );
     dir
 }
 
@@ -363,6 +362,21 @@ async fn options_that_would_overflow_are_refused_at_start() {
     }
 }
 
+/// Starts the slow scenario as `cookie`'s user (none: the local user): what the start answered.
+async fn start_slow_run(client: &Client, base: &str, cookie: &str) -> Value {
+    client
+        .post(format!("{base}/api/chat"))
+        .header(header::COOKIE, cookie)
+        .header(header::ACCEPT, "application/json")
+        .json(&json!({"content": "go", "model": "scenario:slow"}))
+        .send()
+        .await
+        .expect("POST /api/chat")
+        .json()
+        .await
+        .expect("JSON")
+}
+
 async fn cookie_of(dir: &tempfile::TempDir, base: &str, name: &str) -> String {
     assert!(add_user(dir, name, &format!("{name}-password"))
         .status
@@ -387,17 +401,7 @@ async fn another_users_conversation_is_not_found_even_while_it_runs() {
     let alice = cookie_of(&dir, base, "alice").await;
     let bob = cookie_of(&dir, base, "bob").await;
     let client = client_from("127.0.0.1");
-    let started: Value = client
-        .post(format!("{base}/api/chat"))
-        .header(header::COOKIE, &alice)
-        .header(header::ACCEPT, "application/json")
-        .json(&json!({"content": "go", "model": "scenario:slow"}))
-        .send()
-        .await
-        .expect("POST")
-        .json()
-        .await
-        .expect("JSON");
+    let started = start_slow_run(&client, base, &alice).await;
     let conversation = started["conversation_id"].as_str().expect("id");
     let response = client
         .post(format!("{base}/api/chat"))
@@ -432,16 +436,7 @@ async fn a_cancel_reason_is_stored_without_the_credential_in_it() {
     let server = launch(&dir, &[]).await;
     let base = server.base.as_str();
     let client = client_from("127.0.0.1");
-    let started: Value = client
-        .post(format!("{base}/api/chat"))
-        .header(header::ACCEPT, "application/json")
-        .json(&json!({"content": "go", "model": "scenario:slow"}))
-        .send()
-        .await
-        .expect("POST")
-        .json()
-        .await
-        .expect("JSON");
+    let started = start_slow_run(&client, base, "").await;
     let (run, trace) = (
         started["run_id"].as_str().expect("run"),
         started["trace_id"].as_str().expect("trace"),

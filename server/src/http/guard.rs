@@ -124,7 +124,8 @@ fn json_error_shape(response: Response, wants_page: bool) -> Response {
     }
 }
 
-fn accepts_html(headers: &HeaderMap) -> bool {
+/// Whether the client asks for a page (`Accept: text/html`), as a browser navigating does.
+pub(super) fn accepts_html(headers: &HeaderMap) -> bool {
     headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())

@@ -74,7 +74,7 @@ fn peer_of(request: &Request) -> Option<std::net::IpAddr> {
 /// comes back after.
 fn unauthenticated(request: &Request) -> Response {
     let path = request.uri().path();
-    if wants_page(request.headers()) && !path.starts_with("/api/") {
+    if super::guard::accepts_html(request.headers()) && !path.starts_with("/api/") {
         let next = request
             .uri()
             .path_and_query()
@@ -82,13 +82,6 @@ fn unauthenticated(request: &Request) -> Response {
         return Redirect::to(&format!("/login?next={}", encode(next))).into_response();
     }
     Error::Unauthenticated("sign in first".into()).into_response()
-}
-
-fn wants_page(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::ACCEPT)
-        .and_then(|value| value.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/html"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -134,7 +127,7 @@ pub async fn login(
             response
         }
         // A client that did not ask for a page gets the error as JSON, `Retry-After` included.
-        Err(error) if !wants_page(&headers) => error.into_response(),
+        Err(error) if !super::guard::accepts_html(&headers) => error.into_response(),
         Err(error) => {
             let status = error.status();
             let mut response = login_form(
