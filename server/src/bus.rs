@@ -346,7 +346,7 @@ impl Bus {
             }
             match self
                 .store
-                .interrupt_orphaned_runs(&crate::runs::now_rfc3339())
+                .interrupt_orphaned_runs(&crate::stamps::now_rfc3339())
                 .await
             {
                 Ok(0) => {}

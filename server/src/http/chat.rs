@@ -17,7 +17,8 @@ use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
     auth::Reader,
     error::{Error, Result},
-    runs::{ApprovalAnswer, ChatRequest},
+    runs::ChatRequest,
+    sink::ApprovalAnswer,
 };
 
 /// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids

@@ -7,18 +7,17 @@ use std::{
     time::Duration,
 };
 
-use app::protocol::{CancelledBy, EventKind};
+use app::protocol::{CancelledBy, ErrorCode, EventKind};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
-use super::{
-    new_id, now_rfc3339, ApprovalAnswer, ApprovalRefused, Checkpointer, MemoryBudget, Overflow,
-    Run, RunEnding, RunLimits, UserRuns, UserSlot,
-};
+use super::{Checkpointer, MemoryBudget, Overflow, Run, RunEnding, RunLimits, UserRuns, UserSlot};
 use crate::{
     agents::{Agent, AgentOutcome, Agents, RunContext},
     error::{Error, Result},
+    sink::{ApprovalAnswer, ApprovalRefused},
+    stamps::{new_id, now_rfc3339},
     store::{FinishedTrace, NewRun, Store, LOCAL_OWNER},
     tools::ToolRegistry,
 };
@@ -26,8 +25,6 @@ use crate::{
 /// A finished run stays in memory this long for late subscribers, then they read the store.
 const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
 const MAX_CONTENT_CHARS: usize = 100_000;
-/// What a client is told to wait before trying again when the server is at a limit.
-pub const RETRY_AFTER_SECS: u64 = 5;
 /// A trace that could not be stored is written again after this, then twice as long each time.
 const FINISH_RETRY_FIRST: Duration = Duration::from_millis(100);
 const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
@@ -223,9 +220,9 @@ impl Engine {
             started.history,
             started.user_message,
         );
-        let engine = self.clone();
+        let (engine, driven) = (self.clone(), run.clone());
         self.tasks
-            .spawn(async move { engine.drive(context, agent, slot).await });
+            .spawn(async move { engine.drive(driven, context, agent, slot).await });
 
         let reply = StartedChat {
             events_url: format!("/api/runs/{run_id}/events"),
@@ -337,15 +334,14 @@ impl Engine {
     /// The slot is given back when the trace is stored.
     async fn drive(
         self: Arc<Self>,
+        run: Arc<Run>,
         context: RunContext,
         agent: Result<Arc<dyn Agent>>,
         _slot: RunSlot,
     ) {
-        let run = context.run.clone();
-
         let ending = match agent {
             Err(error) => RunEnding::Failed {
-                code: "unknown_model".into(),
+                code: ErrorCode::UnknownModel,
                 error: error.public_message(),
             },
             Ok(agent) => {
@@ -452,14 +448,14 @@ impl Engine {
     fn why_stopped(&self, run: &Run) -> RunEnding {
         match run.overflowed() {
             Some(Overflow::RunTooLarge) => RunEnding::Failed {
-                code: "run_too_large".into(),
+                code: ErrorCode::RunTooLarge,
                 error: format!(
                     "The run produced more than {} MiB of events and was stopped.",
                     super::MAX_RUN_LOG_BYTES >> 20
                 ),
             },
             Some(Overflow::MemoryExhausted) => RunEnding::Failed {
-                code: "memory_exhausted".into(),
+                code: ErrorCode::MemoryExhausted,
                 error: format!(
                     "The server's memory for runs ({} MiB) was used up; the run was stopped.",
                     self.budget.limit() >> 20

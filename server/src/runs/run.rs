@@ -1,6 +1,6 @@
 //! One run: its append-only event log, the reducer that keeps its message, its cancellation.
 
-use app::protocol::{ErrorCode, ResolvedBy};
+use app::protocol::ErrorCode;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
@@ -8,8 +8,7 @@ use std::{
 };
 
 use app::protocol::{
-    ApprovalDecision, CancelledBy, Event, EventKind, Message, MessageStatus, Reducer,
-    ToolResultStatus,
+    CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus,
 };
 use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
@@ -18,6 +17,7 @@ use super::MemoryBudget;
 use crate::{
     redact::Streams,
     sanitize::{sanitize, MAX_EVENT_BYTES},
+    sink::{ApprovalAnswer, ApprovalRefused, RunSink},
 };
 
 /// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
@@ -68,23 +68,6 @@ struct Approvals {
     waiting_since: Option<Instant>,
     /// Earlier spans of waiting, added up.
     waited: Duration,
-}
-
-/// A person's (or the timeout's) answer to an approval request.
-#[derive(Clone, Debug)]
-pub struct ApprovalAnswer {
-    pub decision: ApprovalDecision,
-    pub by: ResolvedBy,
-    pub reason: Option<String>,
-}
-
-/// Why an answer was not taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApprovalRefused {
-    /// No call of this run asked for approval under that id.
-    UnknownCall,
-    /// Someone answered first.
-    AlreadyAnswered,
 }
 
 /// Why a run's log took no more events.
@@ -266,7 +249,7 @@ impl Run {
         let mut event = Event {
             seq,
             run_id: self.run_id.clone(),
-            ts: super::now_rfc3339(),
+            ts: crate::stamps::now_rfc3339(),
             kind,
         };
         let mut json = serde_json::to_string(&event).ok()?;
@@ -608,5 +591,33 @@ mod tests {
         });
         assert_eq!(backwards, 0, "the published seq moved backwards");
         assert_eq!(run.published().last_seq, 80_000);
+    }
+}
+
+/// Agents and tools reach their run through [`RunSink`] only.
+impl RunSink for Run {
+    fn emit(&self, kind: EventKind) -> Option<u64> {
+        Run::emit(self, kind)
+    }
+    fn event_count(&self) -> u64 {
+        Run::event_count(self)
+    }
+    fn cancellation(&self) -> &CancellationToken {
+        Run::cancellation(self)
+    }
+    fn request_approval(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> oneshot::Receiver<ApprovalAnswer> {
+        Run::request_approval(self, call_id, name, args)
+    }
+    fn resolve_approval(
+        &self,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<(), ApprovalRefused> {
+        Run::resolve_approval(self, call_id, answer)
     }
 }

@@ -99,7 +99,7 @@ pub(super) fn model_turn(row: &impl StoreRow) -> Result<ModelTurn> {
     };
     Ok(ModelTurn {
         model: row.text("model")?,
-        format: crate::providers::ProviderKind::parse(&row.text("format")?),
+        format: crate::records::ProviderKind::parse(&row.text("format")?),
         after_seq: row.int("after_seq")?.max(0) as u64,
         request: parse("request")?,
         response: parse("response")?,
