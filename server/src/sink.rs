@@ -8,7 +8,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 /// A person's (or the timeout's) answer to an approval request.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ApprovalAnswer {
     pub decision: ApprovalDecision,
     pub by: ResolvedBy,

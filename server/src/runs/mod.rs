@@ -4,12 +4,14 @@
 //! from N". The [`Engine`] starts runs, cancels them, checkpoints them and closes their traces.
 
 mod checkpoint;
+mod drive;
 mod engine;
 mod limits;
+mod remote;
 mod run;
 mod terminal;
 
 pub use checkpoint::{Checkpointer, CHECKPOINT_INTERVAL};
-pub use engine::{ChatRequest, Engine, StartedChat};
+pub use engine::{Answered, ChatRequest, Engine, StartedChat};
 pub use limits::{trim_allocator, MemoryBudget, RunLimits, UserLimits, UserRuns, UserSlot};
-pub use run::{Overflow, Published, Run, RunEnding, MAX_RUN_LOG_BYTES};
+pub use run::{Overflow, Published, Run, RunEnding, RunIds, MAX_RUN_LOG_BYTES};
