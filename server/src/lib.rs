@@ -2,6 +2,8 @@
 //! (`runs::Run::emit`, sanitized by `sanitize`), the engine checkpoints it into the store
 //! (`store`), and `http::sse` streams it to every subscriber.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod agents;
 pub mod auth;
 pub mod bus;
