@@ -127,6 +127,12 @@ impl Store {
         on_backend!(self, model_turns(trace_id))
     }
 
+    /// A trace's events with seq > `after` (JSON each) as stored now, and whether it has ended:
+    /// its checkpoints while it runs, its closed array after. `None` when there is no such trace.
+    pub async fn events_after(&self, trace_id: &str, after: u64) -> Result<Option<StoredEvents>> {
+        on_backend!(self, events_after(trace_id, after))
+    }
+
     pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
         on_backend!(self, list_conversations(owner_id))
     }
@@ -357,6 +363,9 @@ pub struct TraceShare {
     pub include_history: bool,
 }
 
+/// Events read from a seq on: `(seq, JSON)` of each, and whether the trace has ended.
+pub type StoredEvents = (Vec<(u64, Arc<str>)>, bool);
+
 /// What `POST /api/chat` asks the store to create in one transaction.
 #[derive(Debug)]
 pub struct NewRun {
@@ -543,6 +552,33 @@ fn decode_chunk(trace_id: &str, first_seq: i64, json: &str) -> Option<Vec<Event>
             None
         }
     }
+}
+
+/// The events of a stored JSON array with seq > `after`, each as its own JSON text.
+fn events_of_array(json: &str, after: u64) -> Result<Vec<(u64, Arc<str>)>> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(json)
+        .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
+    Ok(after_seq(values, after).collect())
+}
+
+/// Events (JSON values) with seq > `after`, each as its own JSON text. JSONB keeps keys in its
+/// own order, so each goes through [`Event`] again: the bytes a reader gets are the same on every
+/// instance (the `type` tag right after `seq`, `run_id` and `ts`).
+fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item = (u64, Arc<str>)> {
+    values.into_iter().filter_map(move |value| {
+        let seq = value.get("seq")?.as_u64()?;
+        if seq <= after {
+            return None;
+        }
+        let json = match serde_json::from_value::<Event>(value) {
+            Ok(event) => serde_json::to_string(&event).ok()?,
+            Err(error) => {
+                tracing::warn!(seq, %error, "a stored event that is not an event; skipped");
+                return None;
+            }
+        };
+        Some((seq, Arc::from(json)))
+    })
 }
 
 /// Both databases store signed 64-bit integers: larger counts are kept at the maximum, not wrapped.

@@ -16,8 +16,8 @@ use sqlx::{
 };
 
 use super::{
-    decode_chunk, decode_message, encode_message, one_run_at_a_time, rows, sql_int, title_for,
-    trace_status,
+    after_seq, decode_chunk, decode_message, encode_message, events_of_array, one_run_at_a_time,
+    rows, sql_int, title_for, trace_status,
     writer::{self, Writer},
     CheckpointChunk, LeftoverRun, ModelTurn, NewRun, OwnedFinish, StartedRun, Trace,
 };
@@ -465,33 +465,6 @@ fn pg_text(text: &str) -> Cow<'_, str> {
     } else {
         Cow::Borrowed(text)
     }
-}
-
-/// The events of a stored JSON array with seq > `after`, each as its own JSON text.
-fn events_of_array(json: &str, after: u64) -> Result<Vec<(u64, Arc<str>)>> {
-    let values: Vec<serde_json::Value> = serde_json::from_str(json)
-        .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
-    Ok(after_seq(values, after).collect())
-}
-
-/// Events (JSON values) with seq > `after`, each as its own JSON text. JSONB keeps keys in its
-/// own order, so each goes through [`Event`] again: the bytes a reader gets are the same on every
-/// instance (the `type` tag right after `seq`, `run_id` and `ts`).
-fn after_seq(values: Vec<serde_json::Value>, after: u64) -> impl Iterator<Item = (u64, Arc<str>)> {
-    values.into_iter().filter_map(move |value| {
-        let seq = value.get("seq")?.as_u64()?;
-        if seq <= after {
-            return None;
-        }
-        let json = match serde_json::from_value::<Event>(value) {
-            Ok(event) => serde_json::to_string(&event).ok()?,
-            Err(error) => {
-                tracing::warn!(seq, %error, "a stored event that is not an event; skipped");
-                return None;
-            }
-        };
-        Some((seq, Arc::from(json)))
-    })
 }
 
 async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> Result<StartedRun> {

@@ -16,10 +16,10 @@ use sqlx::{
 };
 
 use super::{
-    decode_chunk, decode_message, encode_message, one_run_at_a_time, rows, sql_int, title_for,
-    trace_status,
+    decode_chunk, decode_message, encode_message, events_of_array, one_run_at_a_time, rows,
+    sql_int, title_for, trace_status,
     writer::{self, Writer},
-    CheckpointChunk, LeftoverRun, NewRun, OwnedFinish, StartedRun, Trace,
+    CheckpointChunk, LeftoverRun, NewRun, OwnedFinish, StartedRun, StoredEvents, Trace,
 };
 use crate::error::{Error, Result};
 
@@ -157,6 +157,38 @@ impl SqliteStore {
             }
         }
         Ok(events)
+    }
+
+    /// A trace's events with seq > `after` as stored now, and whether it has ended; `None` when
+    /// there is no such trace. One read transaction: the status and the rows are one snapshot.
+    pub async fn events_after(&self, trace_id: &str, after: u64) -> Result<Option<StoredEvents>> {
+        let mut tx = self.pool.begin().await?;
+        let Some(row) = sqlx::query("SELECT status, events FROM agent_traces WHERE trace_id = ?")
+            .bind(trace_id)
+            .fetch_optional(&mut *tx)
+            .await?
+        else {
+            return Ok(None);
+        };
+        if row.try_get::<String, _>("status")? != "running" {
+            let json: Option<String> = row.try_get("events")?;
+            let events = events_of_array(json.as_deref().unwrap_or("[]"), after)?;
+            return Ok(Some((events, true)));
+        }
+        let chunks: Vec<String> = sqlx::query_scalar(
+            "SELECT events FROM trace_event_chunks WHERE trace_id = ? AND last_seq > ?
+             ORDER BY first_seq",
+        )
+        .bind(trace_id)
+        .bind(sql_int(after))
+        .fetch_all(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        let mut events = Vec::new();
+        for chunk in &chunks {
+            events.extend(events_of_array(chunk, after)?);
+        }
+        Ok(Some((events, false)))
     }
 
     pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
