@@ -58,7 +58,7 @@ pub struct CancelRequest {
 pub struct ForwardedApproval {
     pub call_id: String,
     pub decision: app::protocol::ApprovalDecision,
-    pub by: String,
+    pub by: app::protocol::ResolvedBy,
 }
 
 type OnCancel = Box<dyn Fn(CancelRequest) + Send + Sync>;

@@ -6,7 +6,9 @@ mod common;
 
 use std::sync::Arc;
 
-use app::protocol::{CancelledBy, Event, EventKind, Message, MessageStatus, Usage};
+use app::protocol::{
+    CancelledBy, ErrorCode, Event, EventKind, Message, MessageStatus, TraceStatus, Usage,
+};
 use common::*;
 use glassbox::error::Error;
 use glassbox::store::{FinishedTrace, ModelTurn, NewRun, StartedRun, Store};
@@ -91,7 +93,11 @@ async fn finish(store: &Store, tag: &str, status: MessageStatus, events: &[(u64,
     let json: Vec<Arc<str>> = events.iter().map(|(_, json)| json.clone()).collect();
     let (cancelled_by, reason, error_code) = match status {
         MessageStatus::Cancelled => (Some(CancelledBy::User), Some("Stopped."), None),
-        MessageStatus::Error => (None, Some("The model failed."), Some("provider_error")),
+        MessageStatus::Error => (
+            None,
+            Some("The model failed."),
+            Some(&ErrorCode::ProviderError),
+        ),
         _ => (None, None, None),
     };
     store
@@ -193,8 +199,8 @@ async fn a_trace_row_keeps_its_status_totals_and_reasons() {
         let running = store.trace_by_run("owner", &format!("run_{tag}")).await;
         let running = running.expect("read").expect("the trace by its run");
         assert_eq!(
-            (running.status.as_str(), running.completed_at),
-            ("running", None)
+            (running.status, running.completed_at),
+            (TraceStatus::Running, None)
         );
         finish(
             &store,
@@ -209,7 +215,7 @@ async fn a_trace_row_keeps_its_status_totals_and_reasons() {
         .await
         .expect("read")
         .expect("trace");
-    assert_eq!(done.status, "completed");
+    assert_eq!(done.status, TraceStatus::Completed);
     assert_eq!(done.completed_at.as_deref(), Some(LATER));
     assert_eq!(done.started_at, NOW);
     assert_eq!(
@@ -236,8 +242,8 @@ async fn a_trace_row_keeps_its_status_totals_and_reasons() {
         .await
         .expect("read")
         .expect("trace");
-    assert_eq!(stopped.status, "cancelled");
-    assert_eq!(stopped.cancelled_by.as_deref(), Some("user"));
+    assert_eq!(stopped.status, TraceStatus::Cancelled);
+    assert_eq!(stopped.cancelled_by, Some(CancelledBy::User));
     assert_eq!(stopped.cancellation_reason.as_deref(), Some("Stopped."));
 
     let failed = store
@@ -245,8 +251,8 @@ async fn a_trace_row_keeps_its_status_totals_and_reasons() {
         .await
         .expect("read")
         .expect("trace");
-    assert_eq!(failed.status, "error");
-    assert_eq!(failed.error_code.as_deref(), Some("provider_error"));
+    assert_eq!(failed.status, TraceStatus::Error);
+    assert_eq!(failed.error_code, Some(ErrorCode::ProviderError));
     assert_eq!(failed.events.len(), 2);
 
     // Another owner's trace is simply not there.
@@ -366,8 +372,8 @@ async fn a_run_left_running_is_interrupted_with_its_checkpointed_events_kept() {
         .await
         .expect("read")
         .expect("trace");
-    assert_eq!(trace.status, "interrupted");
-    assert_eq!(trace.error_code.as_deref(), Some("interrupted"));
+    assert_eq!(trace.status, TraceStatus::Interrupted);
+    assert_eq!(trace.error_code, Some(ErrorCode::Interrupted));
     let kinds: Vec<&str> = trace
         .events
         .iter()
@@ -530,4 +536,31 @@ async fn a_damaged_row_reads_back_as_a_clear_error() {
         "{read:?}"
     );
     assert!(store.ping().await, "the store still answers");
+}
+
+/// A trace's status is TEXT in both databases and a `TraceStatus` once read: a value no version
+/// wrote (past the CHECK constraint, here set aside on purpose) is a damaged row, said as such.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_trace_status_reads_back_as_a_damaged_row() {
+    let (store, _dir) = store().await;
+    begin(&store, "owner", None, "s").await;
+    let set_aside = match store.sqlite() {
+        Some(_) => "PRAGMA ignore_check_constraints = ON",
+        None => "ALTER TABLE agent_traces DROP CONSTRAINT agent_traces_status_check",
+    };
+    store
+        .execute_as_writer(set_aside.into())
+        .await
+        .expect("set the constraint aside");
+    let damaged = store
+        .execute_as_writer(
+            "UPDATE agent_traces SET status = 'exploded' WHERE trace_id = 'trace_s'".into(),
+        )
+        .await;
+    assert_eq!(damaged.expect("damage the trace"), 1);
+    let read = store.get_trace("owner", "trace_s").await;
+    assert!(
+        matches!(&read, Err(Error::Internal(why)) if why.contains("status \"exploded\"")),
+        "{read:?}"
+    );
 }

@@ -8,6 +8,7 @@ mod scenario;
 
 pub use demo::DEMO_MODEL;
 
+use app::protocol::ErrorCode;
 use std::{
     future::Future,
     path::PathBuf,
@@ -34,7 +35,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AgentOutcome {
     Completed,
-    Failed { code: String, message: String },
+    Failed { code: ErrorCode, message: String },
 }
 
 pub trait Agent: Send + Sync {

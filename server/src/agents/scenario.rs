@@ -1,6 +1,7 @@
 //! The scripted agent: plays a JSON scenario file for tests, benchmarks and demos. Its tool calls
 //! run for real through the engine. The format is documented in docs/scenarios.md.
 
+use app::protocol::ErrorCode;
 use std::{path::Path, time::Duration};
 
 use app::protocol::Usage;
@@ -57,7 +58,7 @@ pub struct ScenarioCall {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 

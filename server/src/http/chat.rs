@@ -1,5 +1,6 @@
 //! Starting runs, following their events, stopping them.
 
+use app::protocol::{ResolvedBy, TraceStatus};
 use std::sync::Arc;
 
 use axum::{
@@ -109,7 +110,7 @@ async fn run_events(
         .await?
         .ok_or(Error::NotFound("run"))?;
     if let (true, Some(bus), Some(postgres)) = (
-        trace.status == "running",
+        trace.status == TraceStatus::Running,
         state.engine.bus(),
         state.store.postgres(),
     ) {
@@ -175,7 +176,7 @@ pub async fn approve(
 ) -> Result<Response> {
     let answer = ApprovalAnswer {
         decision: body.decision,
-        by: user.0.name.clone(),
+        by: ResolvedBy::User(user.0.name.clone()),
         reason: body
             .reason
             .map(|reason| reason.chars().take(500).collect::<String>())

@@ -12,6 +12,7 @@ mod openai_responses;
 mod provider;
 pub mod sse;
 
+use app::protocol::ErrorCode;
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
 use serde::{Deserialize, Serialize};
@@ -202,12 +203,12 @@ pub trait TurnSink: Send {
 pub struct ProviderError {
     /// `provider_auth`, `unknown_model`, `rate_limited`, `provider_unavailable`, `provider_error`,
     /// `malformed_stream`, `stream_interrupted`, `connection_failed`.
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl ProviderError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ProviderError {
             code,
             message: message.into(),

@@ -1,5 +1,6 @@
 //! Starts runs in their own tasks, checkpoints their events, cancels them and closes their traces.
 
+use app::protocol::TraceStatus;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex},
@@ -387,7 +388,7 @@ impl Engine {
         let (cancelled_by, reason, error_code) = match &ending {
             RunEnding::Completed => (None, None, None),
             RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
-            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code.as_str())),
+            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code)),
         };
         // The trace keeps the reason apart from the events: cleaned as the events' copy is.
         let reason = reason.map(|mut reason| {
@@ -543,7 +544,7 @@ impl Engine {
             .trace_by_run(owner_id, run_id)
             .await?
             .ok_or(Error::NotFound("run"))?;
-        match (trace.status == "running", self.bus()) {
+        match (trace.status == TraceStatus::Running, self.bus()) {
             (true, Some(bus)) => Ok((trace, bus)),
             _ => Err(Error::Conflict(format!(
                 "the run has already ended ({})",
@@ -603,7 +604,7 @@ impl Engine {
                         "this call has already been answered".into(),
                     ))
                 }
-                None if trace.status != "running" => {
+                None if trace.status != TraceStatus::Running => {
                     return Err(Error::Conflict("the run has already ended".into()))
                 }
                 None => {}

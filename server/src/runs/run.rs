@@ -1,5 +1,6 @@
 //! One run: its append-only event log, the reducer that keeps its message, its cancellation.
 
+use app::protocol::{ErrorCode, ResolvedBy};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
@@ -35,7 +36,7 @@ pub struct Published {
 pub enum RunEnding {
     Completed,
     Cancelled { by: CancelledBy, reason: String },
-    Failed { code: String, error: String },
+    Failed { code: ErrorCode, error: String },
 }
 
 pub struct Run {
@@ -73,8 +74,7 @@ struct Approvals {
 #[derive(Clone, Debug)]
 pub struct ApprovalAnswer {
     pub decision: ApprovalDecision,
-    /// The user's name, or `timeout`.
-    pub by: String,
+    pub by: ResolvedBy,
     pub reason: Option<String>,
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use app::protocol::{CancelledBy, Message};
+use app::protocol::{CancelledBy, ErrorCode, Message};
 use serde::Serialize;
 
 use super::json::join_json_array;
@@ -91,7 +91,7 @@ pub struct FinishedTrace<'a> {
     pub duration_ms: u64,
     pub cancelled_by: Option<CancelledBy>,
     pub reason: Option<&'a str>,
-    pub error_code: Option<&'a str>,
+    pub error_code: Option<&'a ErrorCode>,
     /// Every event of the run as JSON, in seq order.
     pub events: &'a [std::sync::Arc<str>],
     /// The run's model turns (none for the demo and scenario agents).
@@ -120,7 +120,7 @@ impl From<FinishedTrace<'_>> for OwnedFinish {
             duration_ms: finished.duration_ms,
             cancelled_by: finished.cancelled_by.map(|by| by.as_str()),
             reason: finished.reason.map(str::to_owned),
-            error_code: finished.error_code.map(str::to_owned),
+            error_code: finished.error_code.map(|code| code.as_str().to_owned()),
             events_json: join_json_array(finished.events),
             model_turns: finished.model_turns.to_vec(),
         }

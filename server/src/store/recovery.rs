@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use app::protocol::{fold, Event, EventKind, Message, MessageStatus};
+use app::protocol::{fold, ErrorCode, Event, EventKind, Message, MessageStatus};
 
 use super::{decode_message, FinishedTrace, Store};
 use crate::error::{Error, Result};
@@ -66,7 +66,7 @@ impl Store {
             run_id: leftover.run_id.clone(),
             ts: now.to_owned(),
             kind: EventKind::MessageError {
-                code: "interrupted".to_owned(),
+                code: ErrorCode::Interrupted,
                 error: INTERRUPTED_REASON.to_owned(),
                 message: message.clone(),
             },
@@ -83,7 +83,7 @@ impl Store {
             duration_ms: duration.unwrap_or(0),
             cancelled_by: None,
             reason: message.ended_reason.as_deref(),
-            error_code: Some("interrupted"),
+            error_code: Some(&ErrorCode::Interrupted),
             events: &json,
             model_turns: &[],
         })

@@ -1,6 +1,7 @@
 //! The folder the built-in tools may touch. Every path is resolved (symlinks included) and refused
 //! when it lands outside.
 
+use app::protocol::ToolErrorKind;
 use std::{
     io::Read,
     path::{Path, PathBuf},
@@ -111,14 +112,17 @@ impl Workspace {
             .canonicalize()
             .map_err(|error| match error.kind() {
                 std::io::ErrorKind::NotFound => tool_error(
-                    "not_found",
+                    ToolErrorKind::NotFound,
                     format!("'{requested}' does not exist in the workspace."),
                 ),
-                _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
+                _ => tool_error(
+                    ToolErrorKind::Io,
+                    format!("Cannot open '{requested}': {error}"),
+                ),
             })?;
         if self.is_denied(requested_path) || self.is_denied(&real) {
             Err(tool_error(
-                "denied",
+                ToolErrorKind::Denied,
                 format!(
                     "'{requested}' is a hidden or secret file (environment, keys, version \
                      control); the tools do not read it."
@@ -128,7 +132,7 @@ impl Workspace {
             Ok(real)
         } else {
             Err(tool_error(
-                "outside_workspace",
+                ToolErrorKind::OutsideWorkspace,
                 format!("'{requested}' is outside the workspace; only files under it can be read."),
             ))
         }
@@ -222,17 +226,18 @@ mod tests {
         for escape in ["../", "/etc/passwd", "link.txt"] {
             let error = workspace.resolve(escape).expect_err(escape);
             assert!(
-                error.kind == "outside_workspace" || error.kind == "not_found",
+                error.kind == ToolErrorKind::OutsideWorkspace
+                    || error.kind == ToolErrorKind::NotFound,
                 "{escape}: {error:?}"
             );
         }
         assert_eq!(
             workspace.resolve("link.txt").map_err(|e| e.kind),
-            Err("outside_workspace".to_owned())
+            Err(ToolErrorKind::OutsideWorkspace)
         );
         assert_eq!(
             workspace.resolve("missing").map_err(|e| e.kind),
-            Err("not_found".to_owned())
+            Err(ToolErrorKind::NotFound)
         );
     }
 
@@ -261,7 +266,7 @@ mod tests {
             ".git",
         ] {
             let refused = workspace.resolve(file).map_err(|e| e.kind);
-            assert_eq!(refused, Err("denied".to_owned()), "{file}");
+            assert_eq!(refused, Err(ToolErrorKind::Denied), "{file}");
         }
         assert!(workspace.resolve("notes.md").is_ok());
         assert!(workspace.resolve("certs").is_ok());
