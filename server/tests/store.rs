@@ -11,7 +11,9 @@ use app::protocol::{
 };
 use common::*;
 use glassbox::error::Error;
-use glassbox::store::{FinishedTrace, ModelTurn, NewRun, StartedRun, Store};
+use glassbox::store::{
+    FinishedTrace, ModelTurn, NewRun, StartedRun, Store, StoredUser, TraceShare,
+};
 use serde_json::json;
 use tempfile::TempDir;
 
@@ -563,4 +565,94 @@ async fn an_unknown_trace_status_reads_back_as_a_damaged_row() {
         matches!(&read, Err(Error::Internal(why)) if why.contains("status \"exploded\"")),
         "{read:?}"
     );
+}
+
+/// Links keep their `include_history` flag (BOOLEAN in PostgreSQL, INTEGER in SQLite); accounts
+/// and sessions read back as stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn share_links_users_and_sessions_read_back_as_stored() {
+    let (store, _dir) = store().await;
+    begin(&store, "owner", None, "l").await;
+    let link = |token: &str, owner: &str, include_history| TraceShare {
+        token: token.to_owned(),
+        trace_id: "trace_l".to_owned(),
+        owner_id: owner.to_owned(),
+        created_at: NOW.to_owned(),
+        include_history,
+    };
+    store
+        .add_share(link("tok_1", "owner", true))
+        .await
+        .expect("a link");
+    store
+        .add_share(link("tok_2", "owner", false))
+        .await
+        .expect("a link");
+    let foreign = store.add_share(link("tok_3", "someone", false)).await;
+    assert!(matches!(foreign, Err(Error::NotFound(_))), "{foreign:?}");
+    let shared = store.share("tok_1").await.expect("read").expect("the link");
+    assert_eq!(
+        (shared.trace_id.as_str(), shared.include_history),
+        ("trace_l", true)
+    );
+    assert_eq!(shared.created_at, NOW);
+    let listed = store.shares_of("owner", "trace_l").await.expect("read");
+    let listed: Vec<(String, bool)> = listed
+        .expect("the owner's trace")
+        .into_iter()
+        .map(|share| (share.token, share.include_history))
+        .collect();
+    assert_eq!(
+        listed,
+        vec![("tok_1".into(), true), ("tok_2".into(), false)]
+    );
+    assert!(store
+        .shares_of("someone", "trace_l")
+        .await
+        .expect("read")
+        .is_none());
+    let revoke = |token: &str| store.delete_share("owner".into(), "trace_l".into(), token.into());
+    revoke("tok_1").await.expect("revoke");
+    assert!(store.share("tok_1").await.expect("read").is_none());
+    assert!(matches!(revoke("tok_1").await, Err(Error::NotFound(_))));
+
+    let user = StoredUser {
+        user_id: "user_1".into(),
+        name: "alice".into(),
+        password_hash: "$argon2id$hash".into(),
+    };
+    store.add_user(user.clone(), NOW.into()).await.expect("add");
+    let again = store.add_user(user, NOW.into()).await;
+    assert!(matches!(again, Err(Error::Conflict(_))), "{again:?}");
+    let read = store
+        .user_by_name("alice")
+        .await
+        .expect("read")
+        .expect("alice");
+    assert_eq!(
+        (read.user_id.as_str(), read.password_hash.as_str()),
+        ("user_1", "$argon2id$hash")
+    );
+    let session = (
+        "hash_1".to_owned(),
+        "user_1".to_owned(),
+        NOW.to_owned(),
+        LATER.to_owned(),
+    );
+    store
+        .create_session(session.0, session.1, session.2, session.3)
+        .await
+        .expect("a session");
+    let who = store.session_user("hash_1", NOW).await.expect("read");
+    assert_eq!(who, Some(("user_1".to_owned(), "alice".to_owned())));
+    assert_eq!(
+        store.session_user("hash_1", LATER).await.expect("read"),
+        None,
+        "expired"
+    );
+    store
+        .delete_session("hash_1".into())
+        .await
+        .expect("sign out");
+    assert_eq!(store.session_user("hash_1", NOW).await.expect("read"), None);
 }

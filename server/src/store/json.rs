@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use app::protocol::{Event, Message};
 
+use super::rows::ChunkRow;
 use crate::error::{Error, Result};
 
 /// `[a,b,c]` from JSON texts, without parsing them.
@@ -34,15 +35,26 @@ pub(super) fn decode_message(json: String) -> Result<Message> {
     serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored message: {error}")))
 }
 
-/// Events of a stored JSON array; `None` (logged) when the array is damaged.
-pub(super) fn decode_chunk(trace_id: &str, first_seq: i64, json: &str) -> Option<Vec<Event>> {
-    match serde_json::from_str::<Vec<Event>>(json) {
-        Ok(chunk) => Some(chunk),
-        Err(error) => {
-            tracing::error!(%trace_id, first_seq, %error, "a damaged checkpoint: the events from here on are lost");
-            None
+/// Every event of a closed trace (its stored JSON array).
+pub(super) fn decode_events(json: &str) -> Result<Vec<Event>> {
+    serde_json::from_str(json).map_err(|error| Error::Internal(format!("stored events: {error}")))
+}
+
+/// The events of a running trace's checkpoint rows, in order. A damaged row ends them: the events
+/// before it are kept, the rest (which would leave a gap) are dropped and logged.
+pub(super) fn decode_chunks(trace_id: &str, chunks: &[ChunkRow]) -> Vec<Event> {
+    let mut events = Vec::new();
+    for chunk in chunks {
+        match serde_json::from_str::<Vec<Event>>(&chunk.events) {
+            Ok(decoded) => events.extend(decoded),
+            Err(error) => {
+                let first_seq = chunk.first_seq;
+                tracing::error!(%trace_id, first_seq, %error, "a damaged checkpoint: the events from here on are lost");
+                break;
+            }
         }
     }
+    events
 }
 
 /// The events of a stored JSON array with seq > `after`, each as its own JSON text.

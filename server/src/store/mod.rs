@@ -38,7 +38,9 @@ pub use records::{
 pub use recovery::LeftoverRun;
 pub use sqlite::SqliteStore;
 
-use json::{after_seq, decode_chunk, decode_message, encode_message, events_of_array};
+use json::{
+    after_seq, decode_chunks, decode_events, decode_message, encode_message, events_of_array,
+};
 
 use crate::error::{Error, Result};
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::json::join_json_array;
 
 /// A user as stored: id (the owner id of everything they create), name, password hash.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, sqlx::FromRow)]
 pub struct StoredUser {
     pub user_id: String,
     pub name: String,
@@ -16,7 +16,7 @@ pub struct StoredUser {
 }
 
 /// One link as stored and as `GET /api/traces/{id}/shares` lists it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, sqlx::FromRow)]
 pub struct TraceShare {
     pub token: String,
     pub trace_id: String,

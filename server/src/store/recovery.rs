@@ -104,7 +104,7 @@ impl Store {
 const INTERRUPTED_REASON: &str = "The server stopped while this run was going.";
 
 /// A trace still marked `running` when the server starts.
-#[derive(Debug)]
+#[derive(Debug, sqlx::FromRow)]
 pub struct LeftoverRun {
     pub run_id: String,
     pub trace_id: String,

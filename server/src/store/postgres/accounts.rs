@@ -1,10 +1,8 @@
 //! Accounts and sessions in PostgreSQL (see the SQLite store for what each does).
 
-use sqlx::Row;
-
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
-use crate::store::{is_unique_violation, rows, StoredUser};
+use crate::store::{is_unique_violation, StoredUser};
 
 impl PgStore {
     pub async fn add_user(&self, user: StoredUser, now: String) -> Result<()> {
@@ -35,11 +33,11 @@ impl PgStore {
     }
 
     pub async fn user_by_name(&self, name: &str) -> Result<Option<StoredUser>> {
-        let row = sqlx::query("SELECT user_id, name, password_hash FROM users WHERE name = $1")
+        let user = sqlx::query_as("SELECT user_id, name, password_hash FROM users WHERE name = $1")
             .bind(pg_text(name).as_ref())
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(rows::user).transpose()
+        Ok(user)
     }
 
     pub async fn create_session(
@@ -77,7 +75,7 @@ impl PgStore {
         token_hash: &str,
         now: &str,
     ) -> Result<Option<(String, String)>> {
-        let row = sqlx::query(
+        let user = sqlx::query_as(
             "SELECT users.user_id, users.name FROM sessions JOIN users USING (user_id)
              WHERE sessions.token_hash = $1 AND sessions.expires_at > $2::timestamptz",
         )
@@ -85,8 +83,7 @@ impl PgStore {
         .bind(now)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| Ok((row.try_get("user_id")?, row.try_get("name")?)))
-            .transpose()
+        Ok(user)
     }
 
     pub async fn delete_session(&self, token_hash: String) -> Result<()> {

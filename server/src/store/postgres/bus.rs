@@ -3,8 +3,6 @@
 
 use std::sync::Arc;
 
-use sqlx::Row;
-
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
 use crate::store::{after_seq, events_of_array, sql_int, StoredEvents};
@@ -39,7 +37,7 @@ impl PgStore {
         // sequential scan of every chunk of every running trace: 160-220 ms at 1,000 runs, and
         // growing as they ran. `OFFSET 0` keeps it from flattening the LATERAL subquery back
         // into that join.
-        let rows = sqlx::query(
+        let rows: Vec<(String, i64, String)> = sqlx::query_as(
             "SELECT x.t AS trace_id, x.s AS after, c.events::text AS events
              FROM unnest($1::text[], $2::bigint[]) AS x(t, s)
              CROSS JOIN LATERAL (
@@ -53,11 +51,9 @@ impl PgStore {
         .bind(afters)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(|row| {
-                let after: i64 = row.try_get("after")?;
-                let events = events_of_array(&row.try_get::<String, _>("events")?, after as u64)?;
-                Ok((row.try_get("trace_id")?, events))
+        rows.into_iter()
+            .map(|(trace_id, after, events)| {
+                Ok((trace_id, events_of_array(&events, after as u64)?))
             })
             .collect()
     }
@@ -66,9 +62,8 @@ impl PgStore {
     /// `None` when there is no such trace.
     pub async fn events_after(&self, trace_id: &str, after: u64) -> Result<Option<StoredEvents>> {
         // One round trip: the closed trace's events, or the checkpoints after `after`.
-        let Some(row) = sqlx::query(
-            "SELECT t.status,
-                    CASE WHEN t.status <> 'running' THEN t.events::text END AS events,
+        let Some((closed, chunks)) = sqlx::query_as::<_, (Option<String>, Option<String>)>(
+            "SELECT CASE WHEN t.status <> 'running' THEN t.events::text END AS events,
                     (SELECT json_agg(c.events ORDER BY c.first_seq)::text FROM trace_event_chunks c
                      WHERE c.trace_id = t.trace_id AND c.last_seq > $2) AS chunks
              FROM agent_traces t WHERE t.trace_id = $1",
@@ -80,11 +75,11 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        if let Some(json) = row.try_get::<Option<String>, _>("events")? {
+        if let Some(json) = closed {
             return Ok(Some((events_of_array(&json, after)?, true)));
         }
         let mut events = Vec::new();
-        if let Some(chunks) = row.try_get::<Option<String>, _>("chunks")? {
+        if let Some(chunks) = chunks {
             let chunks: Vec<serde_json::Value> = serde_json::from_str(&chunks)
                 .map_err(|error| Error::Internal(format!("stored events: {error}")))?;
             for chunk in chunks {

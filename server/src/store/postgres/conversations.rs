@@ -2,15 +2,16 @@
 
 use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::Message;
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::PgStore;
 use crate::error::{Error, Result};
-use crate::store::{decode_message, rows};
+use crate::store::decode_message;
+use crate::store::rows::{ActiveRunRow, SummaryRow};
 
 impl PgStore {
     pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
-        let rows = sqlx::query(
+        let rows: Vec<SummaryRow> = sqlx::query_as(
             "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
                     rfc3339_millis(updated_at) AS updated_at
              FROM conversations WHERE owner_id = $1
@@ -19,7 +20,7 @@ impl PgStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(rows::summary).collect()
+        Ok(rows.into_iter().map(ConversationSummary::from).collect())
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
@@ -28,7 +29,7 @@ impl PgStore {
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             .execute(&mut *tx)
             .await?;
-        let Some(row) = sqlx::query(
+        let Some(summary) = sqlx::query_as::<_, SummaryRow>(
             "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
                     rfc3339_millis(updated_at) AS updated_at
              FROM conversations WHERE id = $1 AND owner_id = $2",
@@ -40,25 +41,18 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let summary = rows::summary(&row)?;
         let messages = messages_of(&mut tx, id).await?;
-        let active_run = sqlx::query(
+        let active_run = sqlx::query_as::<_, ActiveRunRow>(
             "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = $1 AND status = 'running'
              ORDER BY started_at DESC LIMIT 1",
         )
         .bind(id)
         .fetch_optional(&mut *tx)
         .await?
-        .map(|row| -> Result<ActiveRun> {
-            Ok(ActiveRun {
-                run_id: row.try_get("run_id")?,
-                message_id: row.try_get("message_id")?,
-            })
-        })
-        .transpose()?;
+        .map(ActiveRun::from);
         tx.commit().await?;
         Ok(Some(Conversation {
-            summary,
+            summary: summary.into(),
             messages,
             active_run,
             earlier: 0,
@@ -66,14 +60,13 @@ impl PgStore {
     }
 
     pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
-        let stored = sqlx::query(
+        sqlx::query_as(
             "SELECT body::text AS body, rfc3339_millis(created_at) AS created_at FROM messages WHERE id = $1",
         )
         .bind(message_id)
         .fetch_optional(&self.pool)
         .await?
-        .ok_or(Error::NotFound("message"))?;
-        Ok((stored.try_get("body")?, stored.try_get("created_at")?))
+        .ok_or(Error::NotFound("message"))
     }
 }
 
@@ -82,13 +75,11 @@ pub(super) async fn messages_of(
     tx: &mut PgConnection,
     conversation_id: &str,
 ) -> Result<Vec<Message>> {
-    let rows = sqlx::query(
+    let bodies: Vec<String> = sqlx::query_scalar(
         "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
     )
     .bind(conversation_id)
     .fetch_all(&mut *tx)
     .await?;
-    rows.iter()
-        .map(|row| decode_message(row.try_get("body")?))
-        .collect()
+    bodies.into_iter().map(decode_message).collect()
 }

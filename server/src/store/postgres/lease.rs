@@ -3,7 +3,7 @@
 
 use super::PgStore;
 use crate::error::Result;
-use crate::store::{rows, LeftoverRun};
+use crate::store::LeftoverRun;
 
 /// An instance refreshes its lease this often...
 pub const HEARTBEAT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(2);
@@ -44,7 +44,7 @@ impl PgStore {
     /// Running traces of instances whose lease has expired (or that never had one), and this
     /// instance's own when `include_own` (at start: they are an earlier process's).
     pub async fn leftover_runs(&self, include_own: bool) -> Result<Vec<LeftoverRun>> {
-        let rows = sqlx::query(
+        let runs = sqlx::query_as(
             "SELECT run_id, trace_id, message_id, rfc3339_millis(started_at) AS started_at
              FROM agent_traces t WHERE status = 'running' AND (
                  ($1 AND t.instance_id = $2)
@@ -57,6 +57,6 @@ impl PgStore {
         .bind(LEASE_SECS as f64)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(rows::leftover).collect()
+        Ok(runs)
     }
 }

@@ -1,7 +1,7 @@
 //! A run's writes: its start (conversation, messages, trace in one statement), its checkpoints
 //! and its end. Each is one job of the writer.
 
-use sqlx::{PgConnection, Row};
+use sqlx::PgConnection;
 
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
@@ -110,12 +110,13 @@ async fn continue_conversation(
     new: &NewRun,
     id: &str,
 ) -> Result<(String, Vec<Message>)> {
-    let row = sqlx::query("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
-        .bind(id)
-        .bind(&new.owner_id)
-        .fetch_optional(&mut *tx)
-        .await?
-        .ok_or(Error::NotFound("conversation"))?;
+    let stored: String =
+        sqlx::query_scalar("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
+            .bind(id)
+            .bind(&new.owner_id)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(Error::NotFound("conversation"))?;
     // Checked here for a clear answer; the unique index on running traces is what holds when two
     // instances start a run in the same conversation at once.
     let busy = sqlx::query(
@@ -127,7 +128,6 @@ async fn continue_conversation(
     if busy.is_some() {
         return Err(one_run_at_a_time());
     }
-    let stored: String = row.try_get("model")?;
     let model = new.model.clone().unwrap_or(stored);
     sqlx::query("UPDATE conversations SET model = $1, updated_at = $2::timestamptz WHERE id = $3")
         .bind(pg_text(&model).as_ref())

@@ -1,10 +1,8 @@
 //! Share links in PostgreSQL (see the SQLite store for what each does).
 
-use sqlx::Row;
-
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
-use crate::store::{rows, too_many_shares, TraceShare, MAX_SHARES_PER_TRACE};
+use crate::store::{too_many_shares, TraceShare, MAX_SHARES_PER_TRACE};
 
 impl PgStore {
     pub async fn add_share(&self, share: TraceShare) -> Result<()> {
@@ -12,7 +10,7 @@ impl PgStore {
             .write(move |connection| {
                 Box::pin(async move {
                     // FOR UPDATE of the trace row: two instances adding links at once count in turn.
-                    let row = sqlx::query(
+                    let links: i64 = sqlx::query_scalar(
                         "SELECT (SELECT COUNT(*) FROM trace_shares s WHERE s.trace_id = t.trace_id)
                          AS links FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
                          WHERE t.trace_id = $1 AND c.owner_id = $2 FOR UPDATE OF t",
@@ -22,7 +20,6 @@ impl PgStore {
                     .fetch_optional(&mut *connection)
                     .await?
                     .ok_or(Error::NotFound("trace"))?;
-                    let links: i64 = row.try_get("links")?;
                     if links >= MAX_SHARES_PER_TRACE as i64 {
                         return Err(too_many_shares());
                     }
@@ -44,15 +41,15 @@ impl PgStore {
     }
 
     pub async fn share(&self, token: &str) -> Result<Option<TraceShare>> {
-        let row = sqlx::query(
+        let share = sqlx::query_as(
             "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at,
-                    include_history::int::int8 AS include_history
+                    include_history
              FROM trace_shares WHERE token = $1",
         )
         .bind(pg_text(token).as_ref())
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(rows::share).transpose()
+        Ok(share)
     }
 
     pub async fn shares_of(
@@ -71,19 +68,16 @@ impl PgStore {
         if owned.is_none() {
             return Ok(None);
         }
-        let rows = sqlx::query(
+        let shares = sqlx::query_as(
             "SELECT token, trace_id, owner_id, rfc3339_millis(created_at) AS created_at,
-                    include_history::int::int8 AS include_history
+                    include_history
              FROM trace_shares WHERE trace_id = $1 AND owner_id = $2 ORDER BY created_at, token",
         )
         .bind(trace_id)
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(rows::share)
-            .collect::<Result<_>>()
-            .map(Some)
+        Ok(Some(shares))
     }
 
     pub async fn delete_share(

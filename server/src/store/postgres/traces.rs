@@ -1,11 +1,11 @@
 //! Traces and their model turns, read through the read-only pool.
 
 use app::protocol::Event;
-use sqlx::Row;
 
 use super::PgStore;
-use crate::error::{Error, Result};
-use crate::store::{decode_chunk, rows, ModelTurn, Trace};
+use crate::error::Result;
+use crate::store::rows::{ChunkRow, ModelTurnRow, TraceRow};
+use crate::store::{decode_chunks, decode_events, ModelTurn, Trace};
 
 /// The columns of a trace row, times as RFC 3339 text and events as JSON text.
 const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
@@ -51,7 +51,7 @@ impl PgStore {
             "SELECT {TRACE_COLUMNS} FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
              WHERE {condition} AND c.owner_id = $2"
         );
-        let Some(row) = sqlx::query(&sql)
+        let Some(row) = sqlx::query_as::<_, TraceRow>(&sql)
             .bind(key)
             .bind(owner_id)
             .fetch_optional(&self.pool)
@@ -59,38 +59,27 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let trace_id: String = row.try_get("trace_id")?;
-        let events: Option<String> = row.try_get("events")?;
-        let events = match events {
-            Some(json) => serde_json::from_str(&json)
-                .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
-            None => self.checkpointed_events(&trace_id).await?,
+        let events = match &row.events {
+            Some(json) => decode_events(json)?,
+            None => self.checkpointed_events(&row.trace_id).await?,
         };
-        rows::trace(&row, events).map(Some)
+        row.into_trace(events).map(Some)
     }
 
     /// The checkpointed events of a running trace, in order; a damaged chunk ends the list.
     pub async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
-        let rows = sqlx::query(
+        let chunks: Vec<ChunkRow> = sqlx::query_as(
             "SELECT first_seq, events::text AS events FROM trace_event_chunks
              WHERE trace_id = $1 ORDER BY first_seq",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        let mut events = Vec::new();
-        for row in &rows {
-            let json: String = row.try_get("events")?;
-            match decode_chunk(trace_id, row.try_get("first_seq")?, &json) {
-                Some(chunk) => events.extend(chunk),
-                None => break,
-            }
-        }
-        Ok(events)
+        Ok(decode_chunks(trace_id, &chunks))
     }
 
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<ModelTurn>> {
-        let rows = sqlx::query(
+        let rows: Vec<ModelTurnRow> = sqlx::query_as(
             "SELECT model, format, after_seq, request::text AS request, response::text AS response,
                     rfc3339_millis(started_at) AS started_at, rfc3339_millis(completed_at) AS completed_at
              FROM model_turns WHERE trace_id = $1 ORDER BY turn_index",
@@ -98,6 +87,6 @@ impl PgStore {
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(rows::model_turn).collect()
+        rows.into_iter().map(ModelTurn::try_from).collect()
     }
 }

@@ -1,12 +1,13 @@
 //! Traces, their events and model turns, read through the read-only pool.
 
 use app::protocol::Event;
-use sqlx::Row;
 
 use super::SqliteStore;
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::store::rows::{ChunkRow, ModelTurnRow, TraceRow};
 use crate::store::{
-    decode_chunk, events_of_array, rows, sql_int, LeftoverRun, ModelTurn, StoredEvents, Trace,
+    decode_chunks, decode_events, events_of_array, sql_int, LeftoverRun, ModelTurn, StoredEvents,
+    Trace,
 };
 
 impl SqliteStore {
@@ -45,7 +46,7 @@ impl SqliteStore {
             "SELECT t.* FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
              WHERE {condition} AND c.owner_id = ?"
         );
-        let Some(row) = sqlx::query(&sql)
+        let Some(row) = sqlx::query_as::<_, TraceRow>(&sql)
             .bind(key)
             .bind(owner_id)
             .fetch_optional(&self.pool)
@@ -53,49 +54,39 @@ impl SqliteStore {
         else {
             return Ok(None);
         };
-        let trace_id: String = row.try_get("trace_id")?;
-        let events: Option<String> = row.try_get("events")?;
-        let events = match events {
-            Some(json) => serde_json::from_str(&json)
-                .map_err(|error| Error::Internal(format!("stored events: {error}")))?,
-            None => self.checkpointed_events(&trace_id).await?,
+        let events = match &row.events {
+            Some(json) => decode_events(json)?,
+            None => self.checkpointed_events(&row.trace_id).await?,
         };
-        rows::trace(&row, events).map(Some)
+        row.into_trace(events).map(Some)
     }
 
     /// The checkpointed events of a running trace, in order. A damaged chunk ends the list: the
     /// events before it are kept, the rest (which would leave a gap) are dropped and logged.
     pub async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
-        let rows = sqlx::query(
+        let chunks: Vec<ChunkRow> = sqlx::query_as(
             "SELECT first_seq, events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        let mut events = Vec::new();
-        for row in &rows {
-            let json: String = row.try_get("events")?;
-            match decode_chunk(trace_id, row.try_get("first_seq")?, &json) {
-                Some(chunk) => events.extend(chunk),
-                None => break,
-            }
-        }
-        Ok(events)
+        Ok(decode_chunks(trace_id, &chunks))
     }
 
     /// A trace's events with seq > `after` as stored now, and whether it has ended; `None` when
     /// there is no such trace. One read transaction: the status and the rows are one snapshot.
     pub async fn events_after(&self, trace_id: &str, after: u64) -> Result<Option<StoredEvents>> {
         let mut tx = self.pool.begin().await?;
-        let Some(row) = sqlx::query("SELECT status, events FROM agent_traces WHERE trace_id = ?")
-            .bind(trace_id)
-            .fetch_optional(&mut *tx)
-            .await?
+        let Some((ended, json)) = sqlx::query_as::<_, (bool, Option<String>)>(
+            "SELECT status <> 'running', events FROM agent_traces WHERE trace_id = ?",
+        )
+        .bind(trace_id)
+        .fetch_optional(&mut *tx)
+        .await?
         else {
             return Ok(None);
         };
-        if row.try_get::<String, _>("status")? != "running" {
-            let json: Option<String> = row.try_get("events")?;
+        if ended {
             let events = events_of_array(json.as_deref().unwrap_or("[]"), after)?;
             return Ok(Some((events, true)));
         }
@@ -117,22 +108,22 @@ impl SqliteStore {
 
     /// The traces still marked `running`.
     pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
-        let rows = sqlx::query(
+        let runs = sqlx::query_as(
             "SELECT run_id, trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
         )
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(rows::leftover).collect()
+        Ok(runs)
     }
 
     /// The model turns of a trace, in order, for the inspector.
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<ModelTurn>> {
-        let rows = sqlx::query(
+        let rows: Vec<ModelTurnRow> = sqlx::query_as(
             "SELECT model, format, after_seq, request, response, started_at, completed_at FROM model_turns WHERE trace_id = ? ORDER BY turn_index",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(rows::model_turn).collect()
+        rows.into_iter().map(ModelTurn::try_from).collect()
     }
 }
