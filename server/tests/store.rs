@@ -656,3 +656,35 @@ async fn share_links_users_and_sessions_read_back_as_stored() {
         .expect("sign out");
     assert_eq!(store.session_user("hash_1", NOW).await.expect("read"), None);
 }
+
+/// A damaged checkpoint row of a running trace ends its events there: those before it read back,
+/// the rest (which would leave a gap) are dropped and logged, and reading does not fail.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_checkpoint_keeps_the_events_before_it() {
+    let (store, _dir) = store().await;
+    begin(&store, "owner", None, "k").await;
+    for (first, last) in [(1, 2), (3, 4), (5, 6)] {
+        let events = text_events("run_k", first, last);
+        store
+            .append_events("trace_k", &events)
+            .await
+            .expect("checkpoint");
+    }
+    let damage = match store.sqlite() {
+        Some(_) => r#"'[{"seq":3,'"#,
+        None => r#"'[{"seq":3}]'"#,
+    };
+    let damaged = store
+        .execute_as_writer(format!(
+            "UPDATE trace_event_chunks SET events = {damage} WHERE trace_id = 'trace_k' AND first_seq = 3"
+        ))
+        .await;
+    assert_eq!(damaged.expect("damage a chunk"), 1);
+    let trace = store
+        .get_trace("owner", "trace_k")
+        .await
+        .expect("read")
+        .expect("trace");
+    let seqs: Vec<u64> = trace.events.iter().map(|event| event.seq).collect();
+    assert_eq!(seqs, vec![1, 2]);
+}
