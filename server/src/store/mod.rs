@@ -26,7 +26,7 @@ mod writer;
 use std::sync::Arc;
 
 use app::models::{Conversation, ConversationSummary};
-use app::protocol::MessageStatus;
+use app::protocol::{MessageStatus, TraceStatus};
 
 pub use app::models::Trace;
 pub use json::join_json_array;
@@ -264,13 +264,14 @@ impl Store {
     }
 }
 
-pub fn trace_status(status: MessageStatus) -> &'static str {
+/// The stored trace's status for its message's: the one place a run's end becomes a trace status.
+pub fn trace_status(status: MessageStatus) -> TraceStatus {
     match status {
-        MessageStatus::Streaming => "running",
-        MessageStatus::Complete => "completed",
-        MessageStatus::Cancelled => "cancelled",
-        MessageStatus::Error => "error",
-        MessageStatus::Interrupted => "interrupted",
+        MessageStatus::Streaming => TraceStatus::Running,
+        MessageStatus::Complete => TraceStatus::Completed,
+        MessageStatus::Cancelled => TraceStatus::Cancelled,
+        MessageStatus::Error => TraceStatus::Error,
+        MessageStatus::Interrupted => TraceStatus::Interrupted,
     }
 }
 

@@ -188,7 +188,7 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
          WHERE trace_id = $13 AND status = 'running'",
     )
     .bind(jsonb_text(&finished.events_json).as_ref())
-    .bind(trace_status(message.status))
+    .bind(trace_status(message.status).as_str())
     .bind(&finished.completed_at)
     .bind(message.tool_calls().count() as i64)
     .bind(usage.map(|u| sql_int(u.input_tokens)))

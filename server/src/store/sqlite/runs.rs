@@ -182,7 +182,7 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
     )?
     .execute(params![
         finished.events_json,
-        trace_status(message.status),
+        trace_status(message.status).as_str(),
         finished.completed_at,
         message.tool_calls().count() as i64,
         usage.map(|u| sql_int(u.input_tokens)),
