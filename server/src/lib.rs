@@ -131,7 +131,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         engine: engine.clone(),
         store: store.clone(),
         immutable_assets: Arc::new(bundle.immutable),
-        hosts: Arc::new(config.host_policy()),
+        hosts: Arc::new(http::guard::HostPolicy::from_config(config)),
         auth: Arc::new(auth::Auth::new(config, store.clone())?),
         stylesheet: bundle.stylesheet.clone().into(),
         body_deadline: std::time::Duration::from_secs(config.body_read_timeout_secs),
@@ -154,7 +154,7 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.addr))?;
-    let limits = config.connection_limits(raise_open_files_limit());
+    let limits = http::serve::ConnectionLimits::from_config(&config, raise_open_files_limit());
     tracing::info!(
         url = %format!("http://{}", config.addr),
         database = %config.database_url(),

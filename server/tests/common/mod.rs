@@ -111,7 +111,7 @@ impl TestServer {
         // The binary's own accept loop (connection cap, header timeout, peer address), not
         // axum::serve, so these tests exercise what the binary serves with.
         let router = server.router;
-        let limits = config.connection_limits(65_536);
+        let limits = glassbox::http::serve::ConnectionLimits::from_config(&config, 65_536);
         let task = tokio::spawn(glassbox::http::serve::serve(
             listener,
             router,
