@@ -78,8 +78,9 @@ pub struct ActiveRun {
 /// The models a conversation can use (ids only) and the server's default.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelList {
-    pub models: Vec<String>,
+    // In this order, `GET /api/models` writes its keys as it always has (alphabetically).
     pub default: String,
+    pub models: Vec<String>,
 }
 
 /// A stored trace as `GET /api/traces/{trace_id}` returns it: seed 000's columns and every event.

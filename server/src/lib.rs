@@ -10,6 +10,7 @@ pub mod error;
 pub mod exports;
 pub mod http;
 pub mod providers;
+pub mod reads;
 pub mod redact;
 pub mod runs;
 pub mod sanitize;
