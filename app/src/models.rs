@@ -2,6 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+mod inspector;
+
+pub use inspector::{
+    FunctionTag, InspectorEntry, InspectorFunction, InspectorFunctionCall, InspectorMessage,
+    LlmRequestEntry, LlmRequestTag, McpEntry, McpTag, ToolCallEntry, ToolCallTag,
+};
+
 use crate::protocol::{fold, parse_rfc3339_millis, Event, EventKind, Message};
 
 /// One line of the sidebar.

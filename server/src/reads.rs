@@ -3,7 +3,7 @@
 //! (`http::pages`) maps it to what a page shows in one function. Something missing, or not this
 //! reader's, is [`Error::NotFound`] here whichever side asks.
 
-use app::models::{Conversation, ConversationSummary, ModelList};
+use app::models::{Conversation, ConversationSummary, InspectorEntry, ModelList};
 use serde_json::Value;
 
 use crate::{
@@ -56,7 +56,11 @@ pub async fn model_turns(
 }
 
 /// The Agent Inspector list of the trace `trace_id` (seed 003).
-pub async fn inspector(store: &Store, reader: &Reader, trace_id: &str) -> Result<Vec<Value>> {
+pub async fn inspector(
+    store: &Store,
+    reader: &Reader,
+    trace_id: &str,
+) -> Result<Vec<InspectorEntry>> {
     let (trace, turns) = model_turns(store, reader, trace_id).await?;
     Ok(crate::exports::inspector(&trace, &turns))
 }

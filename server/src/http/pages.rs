@@ -5,7 +5,9 @@
 use std::sync::Arc;
 
 use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
-use app::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
+use app::models::{
+    Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
+};
 use axum::Router;
 use leptos::prelude::*;
 use leptos_axum::{generate_route_list, LeptosRoutes, ResponseOptions};
@@ -125,7 +127,7 @@ impl ConversationSource for PageSource {
         &self,
         trace_id: String,
         share: Option<String>,
-    ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>> {
+    ) -> BoxFuture<'_, Result<Vec<InspectorEntry>, String>> {
         let reply = PageReply::new("building the inspector for a page");
         Box::pin(async move {
             let reader = self.reader(share).await;

@@ -8,7 +8,7 @@ use axum::{
     Json, Router,
 };
 
-use app::models::{Conversation, ConversationSummary, ModelList};
+use app::models::{Conversation, ConversationSummary, InspectorEntry, ModelList};
 
 use super::{AppState, CurrentUser};
 use crate::{
@@ -81,7 +81,7 @@ pub async fn inspector(
     State(state): State<AppState>,
     reader: Reader,
     Path(trace_id): Path<String>,
-) -> Result<Json<Vec<serde_json::Value>>> {
+) -> Result<Json<Vec<InspectorEntry>>> {
     Ok(Json(
         reads::inspector(&state.store, &reader, &trace_id).await?,
     ))

@@ -187,6 +187,18 @@ impl TestServer {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// The trace's Agent Inspector export, checked to be written as it always was: each object's
+    /// keys in the order a `serde_json::Value` writes them (sorted), so the bytes stay the same.
+    pub async fn inspector(&self, trace_id: &str) -> Value {
+        let path = format!("/api/traces/{trace_id}/inspector.json");
+        let response = self.client.get(self.url(&path)).send().await.expect("GET");
+        assert_eq!(response.status(), 200, "{path}");
+        let text = response.text().await.expect("the export");
+        let export: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(export.to_string(), text, "the inspector export's bytes");
+        export
+    }
+
     pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {
         let response = self
             .client
