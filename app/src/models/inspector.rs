@@ -143,3 +143,72 @@ fn sorted<T: Serialize, S: Serializer>(value: &T, serializer: S) -> Result<S::Ok
         .map_err(serde::ser::Error::custom)?
         .serialize(serializer)
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// The page reads back what the server wrote: each entry parses as its own kind (the enum is
+    /// untagged; the one-value tags tell the kinds apart), and its keys are written sorted.
+    #[test]
+    fn each_kind_reads_back_as_itself_with_its_keys_sorted() {
+        let call = ToolCallEntry {
+            approval: Some(Approval {
+                requested_at: "2026-01-01T00:00:00.000Z".into(),
+                by: Some("local".into()),
+                ..Approval::default()
+            }),
+            arguments: json!({"path": "."}),
+            cli_output: None,
+            duration_ms: Some(3),
+            result: "ok".into(),
+            status: ToolCallStatus::Success,
+            tool_name: "list_dir".into(),
+            r#type: ToolCallTag::ToolCall,
+        };
+        let mcp = McpEntry {
+            approval: None,
+            arguments: json!({}),
+            cancelled: true,
+            cli_output: Some("out".into()),
+            duration_ms: None,
+            progress: vec![json!({"progress": 1})],
+            result: "cancelled".into(),
+            server: "everything".into(),
+            status: ToolCallStatus::Cancelled,
+            tool: "echo".into(),
+            r#type: McpTag::Mcp,
+        };
+        let turn = LlmRequestEntry {
+            annotation: Some("The turn failed: no".into()),
+            conversation: vec![InspectorMessage {
+                content: String::new(),
+                role: "assistant".into(),
+                tool_call_id: None,
+                tool_calls: vec![InspectorFunctionCall {
+                    function: InspectorFunction {
+                        arguments: "{}".into(),
+                        name: "list_dir".into(),
+                    },
+                    id: "call_1".into(),
+                    r#type: FunctionTag::Function,
+                }],
+            }],
+            model: "m".into(),
+            response: json!({"choices": []}),
+            r#type: LlmRequestTag::LlmRequest,
+        };
+        let entries = vec![
+            InspectorEntry::ToolCall(call),
+            InspectorEntry::Mcp(mcp),
+            InspectorEntry::LlmRequest(turn),
+        ];
+        let text = serde_json::to_string(&entries).expect("JSON");
+        let sorted = serde_json::to_string(&crate::json::parse::<Value>(&text).expect("JSON"));
+        assert_eq!(sorted.expect("JSON"), text);
+        let back: Vec<InspectorEntry> = crate::json::parse(&text).expect("read back");
+        assert_eq!(back, entries);
+    }
+}
