@@ -7,6 +7,7 @@ import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
 
 const PARAGRAPHS = Array.from({ length: 8 }, (_, i) => `Paragraph ${i + 1} of a long answer, written slowly.`);
+const THOUGHT = `First, the part to select: ${'a steady sentence. '.repeat(3).trim()}\n\n${'More thinking streams after it. '.repeat(40).trim()}`;
 
 let server;
 let browser;
@@ -23,6 +24,7 @@ before(async () => {
         { tool_calls: [{ name: 'sleep', args: { seconds: 0.2 } }] },
         { text: PARAGRAPHS.join('\n\n') },
       ] },
+      thinking: { delta_chars: 4, delta_interval_ms: 20, steps: [{ reasoning: [THOUGHT] }, { text: 'Thought it through.' }] },
     },
   });
   browser = await launchBrowser();
@@ -95,6 +97,32 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
   assert.deepEqual(marks, ['article', 'tool', 'first', []], 'nothing was replaced, the first paragraph never redrawn');
   assert.equal(await page.locator('.message.assistant .markdown p').count(), PARAGRAPHS.length);
   assert.equal(await page.locator('.message.assistant .message-text').innerText(), PARAGRAPHS.join('\n\n'));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a selection in a streaming reasoning part is still there after 50 more deltas', async () => {
+  const { page, context, problems } = await newChat('scenario:thinking');
+  await send(page, 'Think it through');
+  await page.locator('.reasoning.live .live-part p', { hasText: 'More thinking' }).waitFor();
+  // The person selects the part's first paragraph while the part goes on streaming.
+  const selected = await page.evaluate(() => {
+    const part = document.querySelector('.reasoning.live .live-part');
+    const range = document.createRange();
+    range.selectNodeContents(part.querySelector('p'));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    window.__lengthAtSelection = part.textContent.length;
+    return getSelection().toString();
+  });
+  assert.match(selected, /^First, the part to select: a steady sentence\./);
+  // 50 deltas of 4 characters later (the part is still streaming)...
+  await page.waitForFunction(() => document.querySelector('.reasoning.live .live-part').textContent.length >= window.__lengthAtSelection + 200);
+  const after = await page.evaluate(() => [getSelection().toString(), getSelection().anchorNode?.isConnected ?? false]);
+  assert.equal(await page.locator('.reasoning.live .live-part:not(.complete)').count(), 1, 'measured while the part streams');
+  // ...the same text is selected, in the same nodes.
+  assert.deepEqual(after, [selected, true]);
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });
