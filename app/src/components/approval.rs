@@ -62,7 +62,7 @@ fn ApprovalRequest(call_id: String, state: Option<ChatState>) -> impl IntoView {
             let call_id = call_id.clone();
             leptos::task::spawn_local(async move {
                 if let Err(error) =
-                    super::live::answer_approval(&run_id, &call_id, decision, reason).await
+                    super::live::browser::answer_approval(&run_id, &call_id, decision, reason).await
                 {
                     problem.set(Some(error));
                 }

@@ -89,7 +89,7 @@ pub fn send_message(state: ChatState, content: String) {
                     return;
                 }
                 state.push_user(started.user_message_id, content);
-                super::live::follow_run(
+                super::live::browser::follow_run(
                     state,
                     super::live::LiveRun {
                         run_id: started.run_id,

@@ -64,7 +64,7 @@ pub struct ChatState {
     owner: StoredValue<Option<Owner>>,
     /// The feed and stream of the run being followed; dropped (closed) with the view.
     #[cfg(feature = "hydrate")]
-    following: StoredValue<Option<browser::Following>, LocalStorage>,
+    following: StoredValue<Option<super::feed::Following>, LocalStorage>,
 }
 
 impl ChatState {
@@ -170,27 +170,13 @@ fn find_assistant(entries: &[Entry], message_id: &str) -> Option<MessageModel> {
     })
 }
 
+/// Following a run, in the browser.
 #[cfg(feature = "hydrate")]
-pub use browser::{answer_approval, follow_run, stop_following, stop_run};
-
-#[cfg(feature = "hydrate")]
-mod browser {
+pub mod browser {
     use leptos::prelude::*;
 
     use super::{ChatState, LiveRun};
-    use crate::components::feed::{Feed, SseSource};
-
-    /// A followed run: its feed and the stream feeding it. Dropping it closes both.
-    pub struct Following {
-        feed: Feed,
-        _source: SseSource,
-    }
-
-    impl Drop for Following {
-        fn drop(&mut self) {
-            self.feed.close();
-        }
-    }
+    use crate::components::feed::{Feed, Following, SseSource};
 
     /// Follows `run` until its terminal event, replacing any run followed before.
     pub fn follow_run(state: ChatState, run: LiveRun) {
@@ -206,10 +192,9 @@ mod browser {
         state.live_run.set(Some(run));
         state.connection_error.set(None);
         match SseSource::open(&url, feed.clone(), lost) {
-            Some(source) => state.following.set_value(Some(Following {
-                feed,
-                _source: source,
-            })),
+            Some(source) => state
+                .following
+                .set_value(Some(Following::new(feed, source))),
             None => state
                 .connection_error
                 .set(Some("Could not connect to the run's event stream.".into())),

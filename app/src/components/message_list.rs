@@ -375,7 +375,7 @@ fn RunControls(state: ChatState) -> impl IntoView {
             stopping.set(true);
             #[cfg(feature = "hydrate")]
             leptos::task::spawn_local(async move {
-                if let Err(error) = super::live::stop_run(run.run_id).await {
+                if let Err(error) = super::live::browser::stop_run(run.run_id).await {
                     state.connection_error.set(Some(error));
                 }
                 stopping.set(false);
@@ -422,7 +422,7 @@ fn RunControls(state: ChatState) -> impl IntoView {
 fn reattach(state: ChatState) {
     #[cfg(feature = "hydrate")]
     if let Some(run) = state.live_run.get_untracked() {
-        super::live::follow_run(state, run);
+        super::live::browser::follow_run(state, run);
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = state;

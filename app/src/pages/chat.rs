@@ -35,7 +35,7 @@ pub fn ChatPage() -> impl IntoView {
         conversation_id.track();
         drawer.set(false);
     });
-    crate::components::close_on_escape(drawer);
+    crate::components::escape::close_on_escape(drawer);
     view! {
         <div class="app" class:drawer-open=move || drawer.get()>
             <div class="drawer-backdrop" aria-hidden="true" on:click=move |_| drawer.set(false)></div>
@@ -114,13 +114,13 @@ fn ConversationView(
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {
             #[cfg(feature = "hydrate")]
-            crate::components::live::follow_run(state, run.clone());
+            crate::components::live::browser::follow_run(state, run.clone());
             #[cfg(not(feature = "hydrate"))]
             let _ = &run;
         });
     }
     #[cfg(feature = "hydrate")]
-    on_cleanup(move || crate::components::live::stop_following(state));
+    on_cleanup(move || crate::components::live::browser::stop_following(state));
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {

@@ -1,11 +1,12 @@
 //! The one pure reducer: events in, canonical message out. No I/O, no clock, no randomness, so the
 //! server's terminal message and the browser's live view cannot disagree.
 
-use super::event::{ApprovalDecision, Event, EventKind, ToolResultStatus};
+use super::event::{Event, EventKind, ToolResultStatus};
 use super::message::{
     Approval, Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment,
     ToolCallSegment, ToolCallStatus, Usage,
 };
+use super::records::ApprovalDecision;
 use super::time::elapsed_ms;
 
 /// Folds a run's events into its message. Events are applied in `seq` order and a repeated `seq` is
