@@ -76,25 +76,36 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
   const { page, context, problems } = await newChat('scenario:paragraphs');
   await send(page, 'Write slowly');
   await page.locator('.message.assistant .markdown p', { hasText: 'Paragraph 2' }).waitFor();
-  // Mark the article, the tool block and the first paragraph as they stream.
+  // Mark the article and the tool block, and watch every paragraph: once a paragraph is no longer
+  // the last one, its element must stay until the end.
   await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
     article.__mark = 'article';
     article.querySelector('details.tool-call').__mark = 'tool';
-    article.querySelector('.markdown p').__mark = 'first';
-    window.__firstTextNodes = [];
-    new MutationObserver((records) => {
-      for (const record of records) {
-        for (const node of record.removedNodes) if (node.nodeType === 1 && node.matches?.('p') && node.__mark) window.__firstTextNodes.push(node.__mark);
-      }
-    }).observe(article, { childList: true, subtree: true });
+    window.__kept = [];
+    window.__redrawn = [];
+    const watch = () => {
+      const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
+      paragraphs.slice(0, -1).forEach((p, index) => {
+        if (window.__kept[index] && window.__kept[index] !== p) window.__redrawn.push(`paragraph ${index + 1}`);
+        window.__kept[index] = p;
+      });
+    };
+    watch();
+    new MutationObserver(watch).observe(article, { childList: true, subtree: true, characterData: true });
   });
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   const marks = await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
-    return [article.__mark, article.querySelector('details.tool-call').__mark, article.querySelector('.markdown p').__mark, window.__firstTextNodes];
+    const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
+    const replaced = window.__kept.flatMap((p, index) => (paragraphs[index] === p ? [] : [`paragraph ${index + 1}`]));
+    return [article.__mark, article.querySelector('details.tool-call').__mark, window.__kept.length, window.__redrawn, replaced];
   });
-  assert.deepEqual(marks, ['article', 'tool', 'first', []], 'nothing was replaced, the first paragraph never redrawn');
+  assert.deepEqual(
+    marks,
+    ['article', 'tool', PARAGRAPHS.length - 1, [], []],
+    'nothing was replaced; no paragraph but the last was redrawn once another followed it',
+  );
   assert.equal(await page.locator('.message.assistant .markdown p').count(), PARAGRAPHS.length);
   assert.equal(await page.locator('.message.assistant .message-text').innerText(), PARAGRAPHS.join('\n\n'));
   assert.deepEqual(problems, []);
