@@ -3,6 +3,7 @@
 //! call; `components` and `pages` are the UI, rendered on the server and hydrated in the browser.
 
 pub mod api;
+pub mod client;
 pub mod components;
 pub mod json;
 pub mod models;

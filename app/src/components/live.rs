@@ -183,7 +183,7 @@ pub mod browser {
         stop_following(state);
         let model = state.assistant_model(&run.message_id);
         let feed = Feed::new(model).on_end(move || state.run_ended());
-        let url = format!("/api/runs/{}/events", run.run_id);
+        let url = crate::client::run_events(&run.run_id);
         let lost = move || {
             state
                 .connection_error
@@ -207,45 +207,5 @@ pub mod browser {
         let _ = state
             .following
             .try_update_value(|following| following.take());
-    }
-
-    /// Approves or denies a call; the stream then brings `tool_approval_resolved`. 409: someone
-    /// answered first, and their answer is on its way.
-    pub async fn answer_approval(
-        run_id: &str,
-        call_id: &str,
-        decision: crate::protocol::ApprovalDecision,
-        reason: Option<String>,
-    ) -> Result<(), String> {
-        let body = serde_json::json!({ "decision": decision, "reason": reason });
-        let request =
-            gloo_net::http::Request::post(&format!("/api/runs/{run_id}/approvals/{call_id}"))
-                .json(&body)
-                .map_err(|error| error.to_string())?;
-        post_to_run(request, "The answer was not taken").await
-    }
-
-    /// Asks the server to stop the run; the stream then brings `message_cancelled`.
-    pub async fn stop_run(run_id: String) -> Result<(), String> {
-        let request = gloo_net::http::Request::post(&format!("/api/runs/{run_id}/cancel")).build();
-        post_to_run(
-            request.map_err(|error| error.to_string())?,
-            "Stopping failed",
-        )
-        .await
-    }
-
-    /// Sends a request about a run. 409 is fine: what it asked for has already happened (the
-    /// run ended, someone answered first), and the stream brings it.
-    async fn post_to_run(request: gloo_net::http::Request, failure: &str) -> Result<(), String> {
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("Could not reach the server: {error}"))?;
-        if response.ok() || response.status() == 409 {
-            Ok(())
-        } else {
-            Err(format!("{failure} ({})", response.status()))
-        }
     }
 }

@@ -128,8 +128,8 @@ fn ConversationView(
                     <details class="menu export-menu">
                         <summary>"Export conversation"</summary>
                         <div class="menu-items" role="menu">
-                            <a role="menuitem" href=format!("/thoughtflow/{id}.json") target="_blank" rel="external noopener">"ThoughtFlow JSON"</a>
-                            <a role="menuitem" href=format!("/thoughtflow/{id}.d2") target="_blank" rel="external noopener">"ThoughtFlow D2"</a>
+                            <a role="menuitem" href=crate::client::thoughtflow(&id, "json") target="_blank" rel="external noopener">"ThoughtFlow JSON"</a>
+                            <a role="menuitem" href=crate::client::thoughtflow(&id, "d2") target="_blank" rel="external noopener">"ThoughtFlow D2"</a>
                         </div>
                     </details>
                 </header>

@@ -143,8 +143,8 @@ fn TraceView(
     let final_message = overview.message.clone();
     let live_run = (trace.status == "running").then(|| trace.run_id.clone());
     let export = format!(
-        "/api/traces/{}/inspector.json{}",
-        trace.trace_id,
+        "{}{}",
+        crate::client::trace_inspector(&trace.trace_id),
         share_query(&share)
     );
     let top = match share.is_some() {
@@ -279,7 +279,8 @@ fn Replay(
     #[cfg(feature = "hydrate")]
     if let Some(run_id) = &live_run {
         let url = format!(
-            "/api/runs/{run_id}/events{}",
+            "{}{}",
+            crate::client::run_events(run_id),
             share_query(&share.get_value())
         );
         let lost = move || load_error.set(Some("The connection to the run was lost.".into()));
