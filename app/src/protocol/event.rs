@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::codes::{ErrorCode, ResolvedBy};
 use super::message::{Message, Usage};
 use super::records::{ApprovalDecision, ToolError};
 
@@ -72,7 +73,7 @@ pub enum EventKind {
         call_id: String,
         decision: ApprovalDecision,
         /// The user who answered, or `timeout` when the approval timeout denied the call.
-        by: String,
+        by: ResolvedBy,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -108,7 +109,7 @@ pub enum EventKind {
         message: Message,
     },
     MessageError {
-        code: String,
+        code: ErrorCode,
         error: String,
         message: Message,
     },

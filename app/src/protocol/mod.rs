@@ -2,12 +2,14 @@
 //! pure reducer that does the folding. The server builds terminal events with it; the browser
 //! builds its live view with it. `docs/protocol.md` is the human-readable contract for this module.
 
+mod codes;
 mod event;
 mod message;
 mod records;
 mod reducer;
 mod time;
 
+pub use codes::{ErrorCode, ResolvedBy, ToolErrorKind, TraceStatus};
 pub use event::*;
 pub use message::*;
 pub use records::*;

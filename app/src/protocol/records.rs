@@ -1,7 +1,9 @@
-//! Records that both the events and the message carry. A leaf: it uses no other protocol module,
-//! so `event` (which carries messages) and `message` (which carries these) do not use each other.
+//! Records that both the events and the message carry. It uses only `codes` (a leaf), so `event`
+//! (which carries messages) and `message` (which carries these) do not use each other.
 
 use serde::{Deserialize, Serialize};
+
+use super::codes::ToolErrorKind;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -14,6 +16,6 @@ pub enum ApprovalDecision {
 pub struct ToolError {
     /// A short machine-readable class: `invalid_arguments`, `outside_workspace`, `timeout`,
     /// `panic`, `io`, `cancelled`, ...
-    pub kind: String,
+    pub kind: ToolErrorKind,
     pub message: String,
 }

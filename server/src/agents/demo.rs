@@ -7,7 +7,9 @@ use std::{collections::BTreeMap, time::Duration};
 
 use serde_json::json;
 
-use super::{Agent, AgentOutcome, BoxFuture, Pacing, RunContext};
+use futures::future::BoxFuture;
+
+use super::{Agent, AgentOutcome, Pacing, RunContext};
 use crate::tools::{ToolCallRequest, ToolOutcome};
 
 pub const DEMO_MODEL: &str = "demo";

@@ -6,7 +6,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{Agent, AgentOutcome, BoxFuture, ReasoningWriter, RunContext};
+use futures::future::BoxFuture;
+
+use super::{Agent, AgentOutcome, ReasoningWriter, RunContext};
 use crate::{
     providers::{
         ChatMessage, ChatProvider, ProviderError, RequestedCall, ToolSchema, TurnOutput,
@@ -73,7 +75,7 @@ impl Agent for ModelAgent {
                     messages: messages.clone(),
                     tools: tools.clone(),
                 };
-                let started_at = crate::runs::now_rfc3339();
+                let started_at = crate::stamps::now_rfc3339();
                 let after_seq = context.run.event_count();
                 let mut sink = RunSink {
                     context,
@@ -88,7 +90,7 @@ impl Agent for ModelAgent {
                     request: request_record(exchange.sent),
                     response: response_record(&self.model, &exchange.result),
                     started_at,
-                    completed_at: crate::runs::now_rfc3339(),
+                    completed_at: crate::stamps::now_rfc3339(),
                 });
                 let turn = match exchange.result {
                     Ok(turn) => turn,
@@ -136,7 +138,7 @@ impl Agent for ModelAgent {
                 }
             }
             AgentOutcome::Failed {
-                code: "step_limit".into(),
+                code: app::protocol::ErrorCode::StepLimit,
                 message: format!(
                     "The agent used its {} model turns without reaching a final answer.",
                     self.max_steps

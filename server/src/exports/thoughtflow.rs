@@ -2,6 +2,7 @@
 //! of typed steps with `depends_on` edges; and the same as a D2 diagram.
 
 use app::models::Conversation;
+use app::protocol::TraceStatus;
 use app::protocol::{elapsed_ms, fold, parse_rfc3339_millis, Segment, ToolCallStatus};
 use serde_json::{json, Value};
 
@@ -180,7 +181,7 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
             }
         }
     }
-    if !answered || trace.status != "completed" {
+    if !answered || trace.status != TraceStatus::Completed {
         let mut depends = vec![user_step.clone()];
         depends.extend(outputs.iter().cloned());
         steps.push(step(

@@ -9,6 +9,7 @@ mod rows;
 mod sqlite;
 mod writer;
 
+use app::protocol::ErrorCode;
 use std::sync::Arc;
 
 use app::models::{Conversation, ConversationSummary};
@@ -301,7 +302,7 @@ impl Store {
             run_id: leftover.run_id.clone(),
             ts: now.to_owned(),
             kind: EventKind::MessageError {
-                code: "interrupted".to_owned(),
+                code: ErrorCode::Interrupted,
                 error: INTERRUPTED_REASON.to_owned(),
                 message: message.clone(),
             },
@@ -318,7 +319,7 @@ impl Store {
             duration_ms: duration.unwrap_or(0),
             cancelled_by: None,
             reason: message.ended_reason.as_deref(),
-            error_code: Some("interrupted"),
+            error_code: Some(&ErrorCode::Interrupted),
             events: &json,
             model_turns: &[],
         })
@@ -448,7 +449,7 @@ pub struct FinishedTrace<'a> {
     pub duration_ms: u64,
     pub cancelled_by: Option<CancelledBy>,
     pub reason: Option<&'a str>,
-    pub error_code: Option<&'a str>,
+    pub error_code: Option<&'a ErrorCode>,
     /// Every event of the run as JSON, in seq order.
     pub events: &'a [std::sync::Arc<str>],
     /// The run's model turns (none for the demo and scenario agents).
@@ -477,7 +478,7 @@ impl From<FinishedTrace<'_>> for OwnedFinish {
             duration_ms: finished.duration_ms,
             cancelled_by: finished.cancelled_by.map(|by| by.as_str()),
             reason: finished.reason.map(str::to_owned),
-            error_code: finished.error_code.map(str::to_owned),
+            error_code: finished.error_code.map(|code| code.as_str().to_owned()),
             events_json: join_json_array(finished.events),
             model_turns: finished.model_turns.to_vec(),
         }
@@ -491,7 +492,7 @@ pub struct ModelTurn {
     pub model: String,
     /// The wire format `request` is in (`openai_chat`, `openai_responses`, `anthropic`).
     #[serde(default)]
-    pub format: crate::providers::ProviderKind,
+    pub format: crate::records::ProviderKind,
     /// The run's last event seq before the request went out.
     pub after_seq: u64,
     pub request: serde_json::Value,

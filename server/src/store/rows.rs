@@ -2,7 +2,7 @@
 //! as RFC 3339 text, JSON as text), and these read them from a SQLite or a PostgreSQL row.
 
 use app::models::ConversationSummary;
-use app::protocol::Event;
+use app::protocol::{CancelledBy, ErrorCode, Event, TraceStatus};
 use sqlx::{ColumnIndex, Decode, Row, Type};
 
 use super::{LeftoverRun, ModelTurn, StoredUser, Trace, TraceShare};
@@ -46,7 +46,7 @@ pub(super) fn trace(row: &impl StoreRow, events: Vec<Event>) -> Result<Trace> {
         message_id: row.text("message_id")?,
         user_message_id: row.text("user_message_id")?,
         model: row.text("model")?,
-        status: row.text("status")?,
+        status: trace_status(&row.text("status")?)?,
         started_at: row.text("started_at")?,
         completed_at: row.maybe_text("completed_at")?,
         total_tool_calls: row.int("total_tool_calls")?,
@@ -55,11 +55,31 @@ pub(super) fn trace(row: &impl StoreRow, events: Vec<Event>) -> Result<Trace> {
         reasoning_tokens: row.maybe_int("reasoning_tokens")?,
         total_tokens_used: row.maybe_int("total_tokens_used")?,
         total_duration_ms: row.maybe_int("total_duration_ms")?,
-        cancelled_by: row.maybe_text("cancelled_by")?,
+        cancelled_by: row
+            .maybe_text("cancelled_by")?
+            .map(|by| cancelled_by(&by))
+            .transpose()?,
         cancellation_reason: row.maybe_text("cancellation_reason")?,
-        error_code: row.maybe_text("error_code")?,
+        error_code: row.maybe_text("error_code")?.map(ErrorCode::from),
         events,
     })
+}
+
+/// A stored status that no version of Glassbox wrote reads as a damaged row, not a guess.
+fn trace_status(text: &str) -> Result<TraceStatus> {
+    TraceStatus::parse(text)
+        .ok_or_else(|| Error::Internal(format!("a trace row has an unknown status {text:?}")))
+}
+
+fn cancelled_by(text: &str) -> Result<CancelledBy> {
+    match text {
+        "user" => Ok(CancelledBy::User),
+        "timeout" => Ok(CancelledBy::Timeout),
+        "shutdown" => Ok(CancelledBy::Shutdown),
+        _ => Err(Error::Internal(format!(
+            "a trace row has an unknown cancelled_by {text:?}"
+        ))),
+    }
 }
 
 pub(super) fn summary(row: &impl StoreRow) -> Result<ConversationSummary> {
@@ -79,7 +99,7 @@ pub(super) fn model_turn(row: &impl StoreRow) -> Result<ModelTurn> {
     };
     Ok(ModelTurn {
         model: row.text("model")?,
-        format: crate::providers::ProviderKind::parse(&row.text("format")?),
+        format: crate::records::ProviderKind::parse(&row.text("format")?),
         after_seq: row.int("after_seq")?.max(0) as u64,
         request: parse("request")?,
         response: parse("response")?,
