@@ -13,7 +13,6 @@ use crate::protocol::{
     fold, parse_rfc3339_millis, CancelledBy, ErrorCode, Event, EventKind, Message, TraceStatus,
 };
 
-
 /// One line of the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ConversationSummary {
