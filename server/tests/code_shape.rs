@@ -56,7 +56,9 @@ fn workspace_root() -> PathBuf {
 fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
     attrs.iter().any(|attr| {
         let path = attr.path();
-        path.segments.last().is_some_and(|last| last.ident == "test")
+        path.segments
+            .last()
+            .is_some_and(|last| last.ident == "test")
             || (path.is_ident("cfg")
                 && attr
                     .meta
@@ -324,11 +326,7 @@ impl<'ast> Visit<'ast> for ModuleVisitor<'_> {
 fn sibling_graphs(krate: &Crate) -> BTreeMap<ModPath, BTreeSet<(String, String)>> {
     let mut graphs: BTreeMap<ModPath, BTreeSet<(String, String)>> = BTreeMap::new();
     for (user, used) in &krate.uses {
-        let common = user
-            .iter()
-            .zip(used)
-            .take_while(|(a, b)| a == b)
-            .count();
+        let common = user.iter().zip(used).take_while(|(a, b)| a == b).count();
         if let (Some(from), Some(to)) = (user.get(common), used.get(common)) {
             graphs
                 .entry(user[..common].to_vec())
@@ -367,7 +365,11 @@ fn cycles(krate: &Crate) -> Vec<String> {
                 } else {
                     parent.join("::")
                 };
-                found.push(format!("{parent}: {{{}}} via {}", names.join(", "), inside.join(", ")));
+                found.push(format!(
+                    "{parent}: {{{}}} via {}",
+                    names.join(", "),
+                    inside.join(", ")
+                ));
             }
         }
     }
@@ -387,7 +389,11 @@ fn no_module_uses_a_module_that_uses_it_back() {
     let mut all = Vec::new();
     for (name, krate) in crates() {
         assert!(!krate.modules.is_empty(), "{name}: no modules read");
-        all.extend(cycles(&krate).into_iter().map(|cycle| format!("{name}: {cycle}")));
+        all.extend(
+            cycles(&krate)
+                .into_iter()
+                .map(|cycle| format!("{name}: {cycle}")),
+        );
     }
     assert!(all.is_empty(), "module cycles:\n{}", all.join("\n"));
 }

@@ -274,7 +274,7 @@ async fn a_streamable_http_server_is_reached_by_its_url() {
         .kill_on_drop(true)
         .spawn()
         .expect("start the everything server over HTTP");
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(60);
     while tokio::net::TcpStream::connect(("127.0.0.1", port))
         .await
         .is_err()

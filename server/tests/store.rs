@@ -464,7 +464,7 @@ async fn model_turns_read_back_in_order_with_their_format() {
         started_at: NOW.to_owned(),
         completed_at: LATER.to_owned(),
     };
-    use glassbox::providers::ProviderKind::{Anthropic, OpenaiChat};
+    use glassbox::records::ProviderKind::{Anthropic, OpenaiChat};
     let turns = vec![turn(0, OpenaiChat), turn(1, Anthropic)];
     let message = Message::assistant("answer_m".into(), "gpt-test".into(), NOW.into());
     let events: Vec<Arc<str>> = text_events("run_m", 1, 1)

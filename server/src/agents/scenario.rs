@@ -8,7 +8,9 @@ use app::protocol::Usage;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{pause, Agent, AgentOutcome, BoxFuture, Pacing, RunContext};
+use futures::future::BoxFuture;
+
+use super::{pause, Agent, AgentOutcome, Pacing, RunContext};
 use crate::{error::Error, tools::ToolCallRequest};
 
 #[derive(Clone, Debug, Deserialize)]

@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use crate::{
     error::{Error, Result},
-    runs::{now_rfc3339, now_unix_ms},
+    stamps::{now_rfc3339, now_unix_ms},
     store::{Store, StoredUser, LOCAL_OWNER},
 };
 pub use reader::Reader;

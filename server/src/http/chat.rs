@@ -17,7 +17,8 @@ use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
     auth::Reader,
     error::{Error, Result},
-    runs::{ApprovalAnswer, ChatRequest},
+    runs::{Answered, ChatRequest},
+    sink::ApprovalAnswer,
 };
 
 /// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
@@ -183,18 +184,16 @@ pub async fn approve(
             .filter(|reason| !reason.trim().is_empty()),
     };
     let decision = answer.decision;
-    let engine = &state.engine;
-    if engine.answer_approval(user.id(), &run_id, &call_id, answer.clone())? {
-        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
-        return Ok(Json(reply).into_response());
-    }
-    if engine
-        .answer_approval_elsewhere(user.id(), &run_id, &call_id, answer)
-        .await?
-    {
-        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
-        return Ok(Json(reply).into_response());
-    }
-    let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
-    Ok((axum::http::StatusCode::ACCEPTED, Json(reply)).into_response())
+    let answered = state
+        .engine
+        .answer_approval(user.id(), &run_id, &call_id, answer)
+        .await?;
+    let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
+    Ok(match answered {
+        Answered::Recorded => Json(reply).into_response(),
+        Answered::Forwarded => {
+            let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
+            (axum::http::StatusCode::ACCEPTED, Json(reply)).into_response()
+        }
+    })
 }

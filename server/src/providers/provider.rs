@@ -14,7 +14,7 @@ use super::{
     http, sse::SseDecoder, ChatMessage, ChatProvider, Exchange, ProviderError, ProviderKind,
     RequestedCall, TurnOutput, TurnRequest, TurnSink,
 };
-use crate::agents::BoxFuture;
+use futures::future::BoxFuture;
 
 /// One API's wire format: serde types for its request and its stream's events, and how a turn maps
 /// onto them.

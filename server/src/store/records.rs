@@ -134,7 +134,7 @@ pub struct ModelTurn {
     pub model: String,
     /// The wire format `request` is in (`openai_chat`, `openai_responses`, `anthropic`).
     #[serde(default)]
-    pub format: crate::providers::ProviderKind,
+    pub format: crate::records::ProviderKind,
     /// The run's last event seq before the request went out.
     pub after_seq: u64,
     pub request: serde_json::Value,

@@ -140,7 +140,7 @@ impl TryFrom<ModelTurnRow> for ModelTurn {
                 .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
         };
         Ok(ModelTurn {
-            format: crate::providers::ProviderKind::parse(&row.format),
+            format: crate::records::ProviderKind::parse(&row.format),
             after_seq: row.after_seq.max(0) as u64,
             request: parse(&row.request)?,
             response: parse(&row.response)?,

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{mcp::NAME_SEPARATOR, tool_error};
-use crate::runs::{ApprovalAnswer, Run};
+use crate::sink::{ApprovalAnswer, RunSink};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -86,7 +86,7 @@ impl ApprovalConfig {
 /// Asks for approval of one call and waits for the first answer (or the timeout's denial).
 /// `Err` is the tool error a denied call ends with.
 pub async fn ask(
-    run: &Run,
+    run: &dyn RunSink,
     call_id: &str,
     name: &str,
     args: &Value,

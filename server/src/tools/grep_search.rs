@@ -6,7 +6,7 @@ use std::path::Path;
 use regex::{Regex, RegexBuilder};
 use serde_json::{json, Value};
 
-use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture};
+use super::{string_arg, tool_error, workspace::glob_pattern, Tool, ToolContext, ToolFuture};
 
 const MAX_MATCHES: usize = 200;
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -187,30 +187,6 @@ fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
             format!("Not a valid `include` glob: {error}"),
         )
     })
-}
-
-/// The regular expression, anchored, that matches what `glob` matches.
-pub(super) fn glob_pattern(glob: &str) -> String {
-    let mut pattern = String::from("^");
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' if chars.peek() == Some(&'*') => {
-                chars.next();
-                if chars.peek() == Some(&'/') {
-                    chars.next();
-                    pattern.push_str("(?:.*/)?");
-                } else {
-                    pattern.push_str(".*");
-                }
-            }
-            '*' => pattern.push_str("[^/]*"),
-            '?' => pattern.push_str("[^/]"),
-            other => pattern.push_str(&regex::escape(&other.to_string())),
-        }
-    }
-    pattern.push('$');
-    pattern
 }
 
 #[cfg(test)]

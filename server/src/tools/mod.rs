@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use workspace::{Workspace, DEFAULT_DENY_FILES};
 
-use crate::{runs::Run, sanitize::MAX_TOOL_OUTPUT_CHARS};
+use crate::{sanitize::MAX_TOOL_OUTPUT_CHARS, sink::RunSink};
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
 
@@ -111,7 +111,7 @@ impl ToolContext {
 /// it was).
 #[derive(Clone)]
 pub struct OutputSink {
-    run: Arc<Run>,
+    run: Arc<dyn RunSink>,
     call_id: String,
     streamed_chars: Arc<AtomicUsize>,
 }
@@ -315,7 +315,7 @@ struct Started {
 /// blocking work is abandoned, child processes are killed on drop.
 pub async fn execute(
     registry: &ToolRegistry,
-    run: &Arc<Run>,
+    run: &Arc<dyn RunSink>,
     calls: Vec<ToolCallRequest>,
     mut next_sequence_number: impl FnMut() -> u32,
 ) -> Vec<ToolOutcome> {
@@ -324,7 +324,7 @@ pub async fn execute(
     let mut started = Vec::with_capacity(calls.len());
     let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
     for (index, call) in calls.into_iter().enumerate() {
-        let call_id = crate::runs::new_id("call");
+        let call_id = crate::stamps::new_id("call");
         let tool = registry.get(&call.name);
         let display = tool.as_ref().and_then(|tool| {
             std::panic::catch_unwind(AssertUnwindSafe(|| tool.display(&call.args)))
@@ -373,12 +373,12 @@ pub async fn execute(
     started
         .into_iter()
         .zip(outcomes)
-        .map(|(call, outcome)| outcome.unwrap_or_else(|| failed_task(run, call)))
+        .map(|(call, outcome)| outcome.unwrap_or_else(|| failed_task(run.as_ref(), call)))
         .collect()
 }
 
 impl ToolContext {
-    fn new(registry: &ToolRegistry, run: &Arc<Run>, call_id: &str) -> Self {
+    fn new(registry: &ToolRegistry, run: &Arc<dyn RunSink>, call_id: &str) -> Self {
         ToolContext {
             cancel: run.cancellation().child_token(),
             output: OutputSink {
@@ -394,7 +394,7 @@ impl ToolContext {
 
 /// The outcome of a call whose task failed: its `tool_result` (unless the task sent it before it
 /// failed) and a `panic` error for the model.
-fn failed_task(run: &Run, call: Started) -> ToolOutcome {
+fn failed_task(run: &dyn RunSink, call: Started) -> ToolOutcome {
     let error = tool_error(ToolErrorKind::Panic, "The tool crashed.");
     if !call.ended.load(Ordering::Acquire) {
         run.emit(EventKind::ToolResult {
@@ -422,7 +422,7 @@ async fn run_call(
     call: ToolCallRequest,
     call_id: String,
     context: ToolContext,
-    run: Arc<Run>,
+    run: Arc<dyn RunSink>,
     limits: CallLimits,
     ended: Arc<AtomicBool>,
 ) -> ToolOutcome {
@@ -430,7 +430,7 @@ async fn run_call(
         result,
         duration_ms,
         refused,
-    } = approve_and_call(tool, &call, &call_id, context, &run, limits).await;
+    } = approve_and_call(tool, &call, &call_id, context, run.as_ref(), limits).await;
     let (status, output, error) = match &result {
         Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
         Err(error) if refused => (ToolResultStatus::Denied, None, Some(error.clone())),
@@ -487,7 +487,7 @@ async fn approve_and_call(
     call: &ToolCallRequest,
     call_id: &str,
     context: ToolContext,
-    run: &Run,
+    run: &dyn RunSink,
     limits: CallLimits,
 ) -> CallEnd {
     let ended = |result, refused| CallEnd {

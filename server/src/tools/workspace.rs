@@ -48,7 +48,7 @@ impl Workspace {
             .map(|glob| glob.trim().trim_matches('/'))
             .filter(|glob| !glob.is_empty());
         let (paths, names): (Vec<&str>, Vec<&str>) = globs.partition(|glob| glob.contains('/'));
-        let name_pattern = super::grep_search::glob_pattern;
+        let name_pattern = glob_pattern;
         let deny_names = regex::RegexSetBuilder::new(names.iter().map(|glob| name_pattern(glob)))
             .case_insensitive(true)
             .build()
@@ -201,6 +201,30 @@ pub fn is_skipped_dir(name: &str) -> bool {
             name,
             "target" | "node_modules" | "__pycache__" | "dist" | "build"
         )
+}
+
+/// The regular expression, anchored, that matches what `glob` matches.
+pub(super) fn glob_pattern(glob: &str) -> String {
+    let mut pattern = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    pattern.push_str("(?:.*/)?");
+                } else {
+                    pattern.push_str(".*");
+                }
+            }
+            '*' => pattern.push_str("[^/]*"),
+            '?' => pattern.push_str("[^/]"),
+            other => pattern.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    pattern.push('$');
+    pattern
 }
 
 #[cfg(test)]
