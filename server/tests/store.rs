@@ -688,3 +688,40 @@ async fn a_damaged_checkpoint_keeps_the_events_before_it() {
     let seqs: Vec<u64> = trace.events.iter().map(|event| event.seq).collect();
     assert_eq!(seqs, vec![1, 2]);
 }
+
+/// A trace ends once: a second ending (on PostgreSQL, two instances ending the same orphaned
+/// run) leaves the first one's status, events and message as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_ends_once() {
+    let (store, _dir) = store().await;
+    let started = begin(&store, "owner", None, "once").await;
+    finish(
+        &store,
+        "once",
+        MessageStatus::Complete,
+        &text_events("run_once", 1, 3),
+    )
+    .await;
+    finish(
+        &store,
+        "once",
+        MessageStatus::Error,
+        &text_events("run_once", 1, 1),
+    )
+    .await;
+    let trace = store
+        .get_trace("owner", "trace_once")
+        .await
+        .expect("read")
+        .expect("trace");
+    assert_eq!(
+        (trace.status, trace.events.len()),
+        (TraceStatus::Completed, 3)
+    );
+    assert_eq!(trace.error_code, None);
+    let read = store
+        .get_conversation("owner", &started.conversation_id)
+        .await;
+    let answer = read.expect("read").expect("conversation").messages.pop();
+    assert_eq!(answer.expect("the answer").status, MessageStatus::Complete);
+}

@@ -174,12 +174,13 @@ fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()>
 fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
     let message = &finished.message;
     let usage = message.usage;
-    tx.prepare_cached(
-        "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
+    let closed = tx
+        .prepare_cached(
+            "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
              input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
              total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
-         WHERE trace_id = ?",
-    )?
+         WHERE trace_id = ? AND status = 'running'",
+        )?
     .execute(params![
         finished.events_json,
         trace_status(message.status).as_str(),
@@ -195,6 +196,12 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
         finished.error_code,
         finished.trace_id
     ])?;
+    if closed == 0 {
+        // Already closed: a trace ends once, as on PostgreSQL (where another instance may have
+        // ended it); its stored end stays.
+        tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
+        return Ok(());
+    }
     tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
         .execute(params![finished.trace_id])?;
     update_message(tx, message)?;
