@@ -9,7 +9,9 @@ pub use inspector::{
     LlmRequestEntry, LlmRequestTag, McpEntry, McpTag, ToolCallEntry, ToolCallTag,
 };
 
-use crate::protocol::{fold, parse_rfc3339_millis, Event, EventKind, Message};
+use crate::protocol::{
+    fold, parse_rfc3339_millis, CancelledBy, ErrorCode, Event, EventKind, Message, TraceStatus,
+};
 
 /// One line of the sidebar.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -99,7 +101,7 @@ pub struct Trace {
     pub message_id: String,
     pub user_message_id: String,
     pub model: String,
-    pub status: String,
+    pub status: TraceStatus,
     pub started_at: String,
     pub completed_at: Option<String>,
     pub total_tool_calls: i64,
@@ -108,9 +110,9 @@ pub struct Trace {
     pub reasoning_tokens: Option<i64>,
     pub total_tokens_used: Option<i64>,
     pub total_duration_ms: Option<i64>,
-    pub cancelled_by: Option<String>,
+    pub cancelled_by: Option<CancelledBy>,
     pub cancellation_reason: Option<String>,
-    pub error_code: Option<String>,
+    pub error_code: Option<ErrorCode>,
     pub events: Vec<Event>,
 }
 

@@ -8,10 +8,11 @@
 //!   short window of recent events per trace that all its readers on this instance share. A
 //!   reader behind that window, or one woken by the 1 s poll after a lost notification, reads
 //!   the tables itself.
-//! - `glassbox_cancel`, payload `{"run_id", "owner_id", "reason", "approval"?}`: Stop pressed on
-//!   an instance that does not run the run; the one that does cancels it. With `approval`
-//!   (`{"call_id", "decision", "by"}`) it is instead an answer to an approval request, and
-//!   `reason` is the answer's reason.
+//! - `glassbox_cancel`, the commands channel. A [`RunCommand`] (Stop, or an answer to an approval
+//!   request) given on an instance that does not run the run goes there as
+//!   `{"kind": "command", "id", "run_id", "owner_id", "command": {…}}`; the instance that runs it
+//!   carries it out and answers on the same channel with `{"kind": "reply", "id", "outcome"}`,
+//!   which wakes the sender (it waits at most [`REPLY_WAIT`]). Nothing polls the tables for it.
 //!
 //! Each instance also refreshes its lease every 2 s and ends, as interrupted, the runs of any
 //! instance whose lease is 6 s old (see `PgStore::leftover_runs`).
@@ -27,10 +28,11 @@ use std::{
 
 use serde::{Deserialize, Serialize};
 use sqlx::postgres::{PgListener, PgPoolOptions};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Result;
+use crate::sink::ApprovalAnswer;
 use crate::store::{PgStore, Store, TraceEvents, HEARTBEAT_INTERVAL};
 
 /// What readers of one trace know of it: the newest stored seq, and whether it has ended.
@@ -42,26 +44,56 @@ pub struct Progress {
     pub wakes: u64,
 }
 
-/// Stop, or with `approval` an answer to an approval request, sent to whichever instance runs
-/// the run.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct CancelRequest {
+/// What one instance asks of the instance that runs a run.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum RunCommand {
+    Stop {
+        reason: Option<String>,
+    },
+    Answer {
+        call_id: String,
+        answer: ApprovalAnswer,
+    },
+}
+
+/// A command with the run it is for, as it travels.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Addressed {
+    /// Names the reply.
+    pub id: String,
     pub run_id: String,
     pub owner_id: String,
-    pub reason: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub approval: Option<ForwardedApproval>,
+    pub command: RunCommand,
 }
 
-/// An answer given on an instance that does not run the run.
+/// What the instance that runs the run made of a command.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandOutcome {
+    Done,
+    /// The run has already ended.
+    Ended,
+    /// No call of the run asked for approval under that id.
+    UnknownCall,
+    /// Someone answered the call first.
+    AlreadyAnswered,
+}
+
+/// One message on the commands channel.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct ForwardedApproval {
-    pub call_id: String,
-    pub decision: app::protocol::ApprovalDecision,
-    pub by: String,
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Wire {
+    Command(Addressed),
+    Reply { id: String, outcome: CommandOutcome },
 }
 
-type OnCancel = Box<dyn Fn(CancelRequest) + Send + Sync>;
+/// Carries out a command for a run of this instance; `None` when this instance does not run it
+/// (another one answers).
+pub type OnCommand = Box<dyn Fn(Addressed) -> Option<CommandOutcome> + Send + Sync>;
+
+/// How long a sender waits for the reply to a command.
+pub const REPLY_WAIT: Duration = Duration::from_secs(5);
 
 /// The most recent events kept per followed trace for its readers.
 const WINDOW: usize = 512;
@@ -87,6 +119,8 @@ pub struct Bus {
     /// second stays near the number of readers while they keep up.
     fetches: AtomicU64,
     table_reads: AtomicU64,
+    /// Commands sent from here that wait for their reply, by id.
+    pending: Mutex<HashMap<String, oneshot::Sender<CommandOutcome>>>,
 }
 
 /// What `/healthz` says of the bus.
@@ -99,12 +133,12 @@ pub struct BusStats {
 }
 
 impl Bus {
-    /// Starts listening and holding the lease, until `stop`. `on_cancel` receives every Stop
-    /// sent to the bus (the engine cancels the runs it has).
+    /// Starts listening and holding the lease, until `stop`. `on_command` receives every command
+    /// sent to the bus (the engine carries out those for the runs it has).
     pub fn start(
         store: Store,
         postgres: PgStore,
-        on_cancel: OnCancel,
+        on_command: OnCommand,
         stop: CancellationToken,
     ) -> Arc<Bus> {
         let bus = Arc::new(Bus {
@@ -115,8 +149,9 @@ impl Bus {
             fetch: Notify::new(),
             fetches: AtomicU64::new(0),
             table_reads: AtomicU64::new(0),
+            pending: Mutex::new(HashMap::new()),
         });
-        tokio::spawn(bus.clone().listen(on_cancel, stop.clone()));
+        tokio::spawn(bus.clone().listen(on_command, stop.clone()));
         tokio::spawn(bus.clone().fetcher(stop.clone()));
         tokio::spawn(bus.clone().hold_lease(stop));
         bus
@@ -246,14 +281,75 @@ impl Bus {
         }
     }
 
-    /// Sends Stop for a run that another instance runs.
-    pub async fn request_cancel(&self, request: &CancelRequest) -> Result<()> {
-        let payload = serde_json::to_string(request)
+    /// Sends a command for a run that another instance runs, and waits (at most
+    /// [`REPLY_WAIT`]) for that instance's reply: `None` when none came.
+    pub async fn send(
+        &self,
+        run_id: &str,
+        owner_id: &str,
+        command: RunCommand,
+    ) -> Result<Option<CommandOutcome>> {
+        let id = crate::stamps::new_id("cmd");
+        let (reply, replied) = oneshot::channel();
+        self.pending().insert(id.clone(), reply);
+        let sent = self
+            .notify(&Wire::Command(Addressed {
+                id: id.clone(),
+                run_id: run_id.to_owned(),
+                owner_id: owner_id.to_owned(),
+                command,
+            }))
+            .await;
+        let outcome = match sent {
+            Ok(()) => tokio::time::timeout(REPLY_WAIT, replied).await.ok(),
+            Err(error) => {
+                self.pending().remove(&id);
+                return Err(error);
+            }
+        };
+        self.pending().remove(&id);
+        Ok(outcome.and_then(Result::ok))
+    }
+
+    fn pending(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<String, oneshot::Sender<CommandOutcome>>> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    async fn notify(&self, message: &Wire) -> Result<()> {
+        let payload = serde_json::to_string(message)
             .map_err(|error| crate::error::Error::Internal(error.to_string()))?;
         self.postgres.notify_cancel(payload).await
     }
 
-    async fn listen(self: Arc<Self>, on_cancel: OnCancel, stop: CancellationToken) {
+    /// A message on the commands channel: a command is carried out here (if this instance runs
+    /// its run) and answered; a reply wakes the command's sender, if it is here.
+    fn on_command_channel(self: &Arc<Self>, payload: &str, on_command: &OnCommand) {
+        match serde_json::from_str(payload) {
+            Ok(Wire::Command(addressed)) => {
+                let id = addressed.id.clone();
+                if let Some(outcome) = on_command(addressed) {
+                    let bus = self.clone();
+                    tokio::spawn(async move {
+                        if let Err(error) = bus.notify(&Wire::Reply { id, outcome }).await {
+                            tracing::warn!(%error, "could not answer a command from another instance");
+                        }
+                    });
+                }
+            }
+            Ok(Wire::Reply { id, outcome }) => {
+                if let Some(waiting) = self.pending().remove(&id) {
+                    let _ = waiting.send(outcome);
+                }
+            }
+            Err(error) => tracing::warn!(%error, "an unreadable command notification"),
+        }
+    }
+
+    async fn listen(self: Arc<Self>, on_command: OnCommand, stop: CancellationToken) {
         let pool = PgPoolOptions::new()
             .max_connections(1)
             .connect_lazy_with(self.postgres.listener_options().clone());
@@ -281,10 +377,7 @@ impl Bus {
             match received {
                 Ok(Some(notification)) => match notification.channel() {
                     "glassbox_events" => self.on_events(notification.payload()),
-                    _ => match serde_json::from_str(notification.payload()) {
-                        Ok(request) => on_cancel(request),
-                        Err(error) => tracing::warn!(%error, "an unreadable cancel notification"),
-                    },
+                    _ => self.on_command_channel(notification.payload(), &on_command),
                 },
                 // The connection was lost; the next call reconnects. What was sent meanwhile is
                 // lost: every reader reads again.
@@ -346,7 +439,7 @@ impl Bus {
             }
             match self
                 .store
-                .interrupt_orphaned_runs(&crate::runs::now_rfc3339())
+                .interrupt_orphaned_runs(&crate::stamps::now_rfc3339())
                 .await
             {
                 Ok(0) => {}

@@ -8,7 +8,8 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::runs::RETRY_AFTER_SECS;
+/// What a client is told to wait before trying again when the server is at a limit.
+pub const RETRY_AFTER_SECS: u64 = 5;
 
 #[derive(Debug, thiserror::Error)]
 pub enum Error {

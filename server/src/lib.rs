@@ -2,6 +2,8 @@
 //! (`runs::Run::emit`, sanitized by `sanitize`), the engine checkpoints it into the store
 //! (`store`), and `http::sse` streams it to every subscriber.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod agents;
 pub mod auth;
 pub mod bus;
@@ -11,10 +13,13 @@ pub mod exports;
 pub mod http;
 pub mod providers;
 pub mod reads;
+pub mod records;
 pub mod redact;
 pub mod runs;
 pub mod sanitize;
+pub mod sink;
 pub mod site;
+pub mod stamps;
 pub mod store;
 pub mod tools;
 
@@ -100,7 +105,7 @@ async fn open_store(config: &Config) -> Result<Store, String> {
         .await
         .map_err(|error| format!("cannot open the database {url}: {error}"))?;
     let interrupted = store
-        .interrupt_leftover_runs(&runs::now_rfc3339())
+        .interrupt_leftover_runs(&stamps::now_rfc3339())
         .await
         .map_err(|error| format!("cannot recover runs left running: {error}"))?;
     if interrupted > 0 {

@@ -329,7 +329,7 @@ mod tests {
             EventKind::ToolApprovalResolved {
                 call_id: "a".into(),
                 decision: ApprovalDecision::Deny,
-                by: "local".into(),
+                by: app::protocol::ResolvedBy::User("local".into()),
                 reason: Some(words.to_owned()),
             },
             EventKind::ToolResult {

@@ -5,7 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use app::protocol::{ApprovalDecision, Event, EventKind, ToolCallStatus, ToolResultStatus};
+use app::protocol::{
+    ApprovalDecision, Event, EventKind, ResolvedBy, ToolCallStatus, ToolResultStatus,
+};
 use common::*;
 use serde_json::{json, Value};
 
@@ -97,7 +99,7 @@ async fn an_approved_call_runs_and_a_second_answer_gets_409() {
 
     let rest = stream.collect().await;
     assert!(rest.iter().any(|event| matches!(&event.kind,
-        EventKind::ToolApprovalResolved { decision: ApprovalDecision::Approve, by, .. } if by == "local")));
+        EventKind::ToolApprovalResolved { decision: ApprovalDecision::Approve, by, .. } if *by == ResolvedBy::User("local".into()))));
     assert_eq!(result_of(&rest).0, ToolResultStatus::Success);
     let all = server.subscribe(&run_id, None).await.collect().await;
     assert_invariants(&all);
@@ -221,7 +223,7 @@ async fn the_optional_timeout_denies_a_call_nobody_answered() {
     let rest = stream.collect().await;
     assert!(rest.iter().any(|event| matches!(&event.kind,
         EventKind::ToolApprovalResolved { decision: ApprovalDecision::Deny, by, reason, .. }
-            if by == "timeout" && reason.as_deref() == Some("timeout"))));
+            if *by == ResolvedBy::Timeout && reason.as_deref() == Some("timeout"))));
     assert_eq!(result_of(&rest).0, ToolResultStatus::Denied);
     server.stop().await;
 }

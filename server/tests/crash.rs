@@ -190,9 +190,11 @@ fn tool_errors(events: &[app::protocol::Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|event| match &event.kind {
-            app::protocol::EventKind::ToolResult { error, .. } => {
-                Some(error.as_ref().map_or("ok".to_owned(), |e| e.kind.clone()))
-            }
+            app::protocol::EventKind::ToolResult { error, .. } => Some(
+                error
+                    .as_ref()
+                    .map_or("ok".to_owned(), |e| e.kind.to_string()),
+            ),
             _ => None,
         })
         .collect()

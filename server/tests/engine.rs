@@ -215,7 +215,7 @@ async fn a_failing_or_panicking_tool_ends_in_an_error_result_and_the_run_goes_on
         .map(|call| {
             assert_eq!(call.status, ToolCallStatus::Error);
             let error = call.error.clone().expect("error details");
-            (error.kind, error.message)
+            (error.kind.to_string(), error.message)
         })
         .collect();
     assert_eq!(
@@ -258,7 +258,7 @@ async fn a_scenario_error_ends_the_run_with_message_error_and_keeps_the_partial_
     else {
         panic!()
     };
-    assert_eq!(code, "model_error");
+    assert_eq!(code.as_str(), "model_error");
     assert_eq!(error, "The model went away.");
     assert_eq!(message.text(), "Partial answer");
     assert_eq!(message.status, MessageStatus::Error);

@@ -182,7 +182,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
     let all: Vec<_> = before.iter().chain(&after).cloned().collect();
     let terminal = the_terminal_event(&all);
     assert!(
-        matches!(&terminal.kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
+        matches!(&terminal.kind, app::protocol::EventKind::MessageError { code, .. } if *code == app::protocol::ErrorCode::Interrupted),
         "{terminal:?}"
     );
     let trace = trace_on(&client, &b.base, &second).await;

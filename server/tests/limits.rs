@@ -82,7 +82,7 @@ async fn a_run_past_the_memory_budget_ends_with_memory_exhausted_and_gives_the_m
     assert_invariants(&events);
     match &events.last().expect("events").kind {
         app::protocol::EventKind::MessageError { code, .. } => {
-            assert_eq!(code, "memory_exhausted")
+            assert_eq!(*code, app::protocol::ErrorCode::MemoryExhausted)
         }
         other => panic!("expected message_error, got {other:?}"),
     }

@@ -111,7 +111,7 @@ async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
         .await
         .expect("read")
         .expect("the trace");
-    assert_eq!(trace.status, "interrupted");
+    assert_eq!(trace.status, app::protocol::TraceStatus::Interrupted);
     assert_eq!(
         trace.events[..events.len()],
         events[..],
@@ -120,7 +120,7 @@ async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
     let last = trace.events.last().expect("events");
     assert_eq!((last.seq, last.kind.type_name()), (4, "message_error"));
     assert!(
-        matches!(&last.kind, app::protocol::EventKind::MessageError { code, .. } if code == "interrupted"),
+        matches!(&last.kind, app::protocol::EventKind::MessageError { code, .. } if *code == app::protocol::ErrorCode::Interrupted),
         "one terminal event says the run was interrupted"
     );
     let conversation = store

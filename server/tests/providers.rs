@@ -796,7 +796,7 @@ async fn a_malformed_chunk_or_a_reset_ends_the_run_with_a_readable_error_and_kee
         else {
             panic!("{model}")
         };
-        assert_eq!(got, code, "{model}: {error}");
+        assert_eq!(got.as_str(), code, "{model}: {error}");
         assert!(!error.is_empty());
         assert_eq!(message.text(), partial, "{model}");
     }
@@ -848,7 +848,7 @@ async fn rate_limits_are_retried_and_bad_keys_and_models_end_with_clear_errors()
         else {
             panic!("{model}")
         };
-        assert_eq!(got, code);
+        assert_eq!(got.as_str(), code);
         assert!(error.contains(says), "{error}");
     }
 

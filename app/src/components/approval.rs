@@ -5,7 +5,9 @@
 use leptos::prelude::*;
 
 use super::live::ChatState;
-use crate::protocol::{Approval, ApprovalDecision, ToolCallSegment as ToolCall, ToolCallStatus};
+use crate::protocol::{
+    Approval, ApprovalDecision, ResolvedBy, ToolCallSegment as ToolCall, ToolCallStatus,
+};
 
 /// The approval part of a tool block: the buttons while the call waits (only where a run is
 /// followed: the chat, not the trace page), the answer once given.
@@ -27,7 +29,11 @@ pub fn ApprovalPanel(call: Signal<ToolCall>) -> impl IntoView {
 
 /// "Approved by alice", "Denied by bob: not that file", "Denied: no answer within 60 s".
 fn answer_line(approval: &Approval) -> String {
-    let by = approval.by.as_deref().unwrap_or("someone");
+    let by = match &approval.by {
+        Some(ResolvedBy::User(name)) => Some(name.as_str()),
+        Some(ResolvedBy::Timeout) => None,
+        None => Some("someone"),
+    };
     let reason = approval
         .reason
         .as_deref()
@@ -35,9 +41,9 @@ fn answer_line(approval: &Approval) -> String {
         .unwrap_or_default();
     match (approval.decision, by) {
         (None, _) => "Waiting for approval".to_owned(),
-        (Some(ApprovalDecision::Approve), by) => format!("Approved by {by}"),
-        (Some(ApprovalDecision::Deny), "timeout") => "Denied: not answered in time".to_owned(),
-        (Some(ApprovalDecision::Deny), by) => format!("Denied by {by}{reason}"),
+        (Some(_), None) => "Denied: not answered in time".to_owned(),
+        (Some(ApprovalDecision::Approve), Some(by)) => format!("Approved by {by}"),
+        (Some(ApprovalDecision::Deny), Some(by)) => format!("Denied by {by}{reason}"),
     }
 }
 

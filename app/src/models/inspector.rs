@@ -157,7 +157,7 @@ mod tests {
         let call = ToolCallEntry {
             approval: Some(Approval {
                 requested_at: "2026-01-01T00:00:00.000Z".into(),
-                by: Some("local".into()),
+                by: Some("local".to_owned().into()),
                 ..Approval::default()
             }),
             arguments: json!({"path": "."}),

@@ -16,7 +16,9 @@ use crate::components::feed::{MessageModel, ReplayCursor};
 use crate::components::segments::{format_duration, MessageBlocks};
 use crate::components::share::SharePanel;
 use crate::models::{Trace, TraceOverview};
-use crate::protocol::{parse_rfc3339_millis, Message, MessageStatus, Segment};
+use crate::protocol::{
+    parse_rfc3339_millis, CancelledBy, ErrorCode, Message, MessageStatus, Segment, TraceStatus,
+};
 
 /// The trace page's code is not in the bundle a chat loads: `cargo leptos build --split` moves
 /// `view` (and what only it uses: replay, timeline, inspector) into a chunk of its own, fetched
@@ -89,18 +91,18 @@ fn ending(trace: &Trace) -> String {
         .map(|ms| format_duration(ms.max(0) as u64))
         .unwrap_or_default();
     let reason = trace.cancellation_reason.clone().unwrap_or_default();
-    match trace.status.as_str() {
-        "completed" => format!("Completed in {took}"),
-        "cancelled" => format!(
+    match trace.status {
+        TraceStatus::Completed => format!("Completed in {took}"),
+        TraceStatus::Cancelled => format!(
             "Stopped ({}) after {took}: {reason}",
-            trace.cancelled_by.clone().unwrap_or_default()
+            trace.cancelled_by.map_or("", CancelledBy::as_str)
         ),
-        "error" => format!(
+        TraceStatus::Error => format!(
             "Failed ({}) after {took}: {reason}",
-            trace.error_code.clone().unwrap_or_default()
+            trace.error_code.as_ref().map_or("", ErrorCode::as_str)
         ),
-        "interrupted" => "Interrupted: the server stopped during this run.".to_owned(),
-        _ => "Still running".to_owned(),
+        TraceStatus::Interrupted => "Interrupted: the server stopped during this run.".to_owned(),
+        TraceStatus::Running => "Still running".to_owned(),
     }
 }
 
@@ -141,7 +143,7 @@ fn TraceView(
     let replay_trace_id = trace.trace_id.clone();
     let event_count = overview.event_count;
     let final_message = overview.message.clone();
-    let live_run = (trace.status == "running").then(|| trace.run_id.clone());
+    let live_run = (trace.status == TraceStatus::Running).then(|| trace.run_id.clone());
     let export = format!(
         "/api/traces/{}/inspector.json{}",
         trace.trace_id,

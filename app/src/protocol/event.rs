@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::codes::{ErrorCode, ResolvedBy, ToolErrorKind};
 use super::message::{Message, Usage};
 
 /// One event of one run. `seq` counts 1, 2, 3 ... per run with no gaps; `ts` is RFC 3339 UTC with
@@ -71,7 +72,7 @@ pub enum EventKind {
         call_id: String,
         decision: ApprovalDecision,
         /// The user who answered, or `timeout` when the approval timeout denied the call.
-        by: String,
+        by: ResolvedBy,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
     },
@@ -107,7 +108,7 @@ pub enum EventKind {
         message: Message,
     },
     MessageError {
-        code: String,
+        code: ErrorCode,
         error: String,
         message: Message,
     },
@@ -166,7 +167,7 @@ pub enum ApprovalDecision {
 pub struct ToolError {
     /// A short machine-readable class: `invalid_arguments`, `outside_workspace`, `timeout`,
     /// `panic`, `io`, `cancelled`, ...
-    pub kind: String,
+    pub kind: ToolErrorKind,
     pub message: String,
 }
 

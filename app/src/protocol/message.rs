@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::codes::ResolvedBy;
 use super::event::ToolError;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -201,7 +202,7 @@ pub struct Approval {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decision: Option<crate::protocol::ApprovalDecision>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
+    pub by: Option<ResolvedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -2,11 +2,13 @@
 //! pure reducer that does the folding. The server builds terminal events with it; the browser
 //! builds its live view with it. `docs/protocol.md` is the human-readable contract for this module.
 
+mod codes;
 mod event;
 mod message;
 mod reducer;
 mod time;
 
+pub use codes::{ErrorCode, ResolvedBy, ToolErrorKind, TraceStatus};
 pub use event::*;
 pub use message::*;
 pub use reducer::{fold, Reducer};

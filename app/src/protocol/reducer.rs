@@ -1,6 +1,7 @@
 //! The one pure reducer: events in, canonical message out. No I/O, no clock, no randomness, so the
 //! server's terminal message and the browser's live view cannot disagree.
 
+use super::codes::ErrorCode;
 use super::event::{ApprovalDecision, Event, EventKind, ToolResultStatus};
 use super::message::{
     Approval, Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment,
@@ -80,7 +81,7 @@ impl Reducer {
             }
             // A run cut off by its server's end (a crash, a lost instance) ends with `message_error`
             // of code `interrupted`, so that every subscriber still sees one terminal event.
-            EventKind::MessageError { message, code, .. } if code == "interrupted" => {
+            EventKind::MessageError { message, code, .. } if *code == ErrorCode::Interrupted => {
                 self.finish(message, MessageStatus::Interrupted)
             }
             EventKind::MessageError { message, .. } => self.finish(message, MessageStatus::Error),

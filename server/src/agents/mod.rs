@@ -8,10 +8,10 @@ mod scenario;
 
 pub use demo::DEMO_MODEL;
 
+use app::protocol::ErrorCode;
+use futures::future::BoxFuture;
 use std::{
-    future::Future,
     path::PathBuf,
-    pin::Pin,
     sync::{
         atomic::{AtomicU32, Ordering},
         Arc, Mutex,
@@ -23,18 +23,17 @@ use app::protocol::{EventKind, Message, Usage};
 
 use crate::{
     error::Error,
-    runs::{new_id, Run},
     sanitize::MAX_DELTA_CHARS,
+    sink::RunSink,
+    stamps::new_id,
     tools::{self, ToolCallRequest, ToolOutcome, ToolRegistry},
 };
-
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// How an agent's own work ended. Cancellation is not here: the engine drops the agent's future.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AgentOutcome {
     Completed,
-    Failed { code: String, message: String },
+    Failed { code: ErrorCode, message: String },
 }
 
 pub trait Agent: Send + Sync {
@@ -112,7 +111,7 @@ pub struct Pacing {
 
 /// An agent's handle on its run.
 pub struct RunContext {
-    pub run: Arc<Run>,
+    pub run: Arc<dyn RunSink>,
     pub tools: Arc<ToolRegistry>,
     /// Earlier messages of the conversation, oldest first.
     pub history: Vec<Message>,
@@ -126,7 +125,7 @@ pub struct RunContext {
 
 impl RunContext {
     pub fn new(
-        run: Arc<Run>,
+        run: Arc<dyn RunSink>,
         tools: Arc<ToolRegistry>,
         history: Vec<Message>,
         user_message: Message,

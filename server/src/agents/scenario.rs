@@ -1,13 +1,16 @@
 //! The scripted agent: plays a JSON scenario file for tests, benchmarks and demos. Its tool calls
 //! run for real through the engine. The format is documented in docs/scenarios.md.
 
+use app::protocol::ErrorCode;
 use std::{path::Path, time::Duration};
 
 use app::protocol::Usage;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{pause, Agent, AgentOutcome, BoxFuture, Pacing, RunContext};
+use futures::future::BoxFuture;
+
+use super::{pause, Agent, AgentOutcome, Pacing, RunContext};
 use crate::{error::Error, tools::ToolCallRequest};
 
 #[derive(Clone, Debug, Deserialize)]
@@ -57,7 +60,7 @@ pub struct ScenarioCall {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ScenarioError {
-    pub code: String,
+    pub code: ErrorCode,
     pub message: String,
 }
 

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use crate::{
     config::Config,
     error::{Error, Result},
-    runs::{now_rfc3339, now_unix_ms},
+    stamps::{now_rfc3339, now_unix_ms},
     store::{Store, StoredUser, LOCAL_OWNER},
 };
 pub use reader::Reader;

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::{
     error::{Error, Result},
-    providers::ProviderKind,
+    records::ProviderKind,
     store::{ModelTurn, Store, Trace, TraceShare},
 };
 

@@ -119,9 +119,7 @@ fn progress_of(trace: &Trace, call_id: &str) -> Vec<Value> {
 /// chat-completion `response` (a failed turn gets an empty answer and says why in `annotation`).
 fn llm_request(turn: &ModelTurn) -> InspectorEntry {
     // The request was recorded as sent, in its provider's wire format.
-    let conversation = turn
-        .format
-        .conversation(&turn.request)
+    let conversation = crate::providers::conversation(turn.format, &turn.request)
         .unwrap_or_default()
         .into_iter()
         .map(message_of)

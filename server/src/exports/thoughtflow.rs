@@ -4,7 +4,7 @@
 use app::models::Conversation;
 use app::protocol::{
     elapsed_ms, fold, parse_rfc3339_millis, Approval, ReasoningSegment, Segment, TextSegment,
-    ToolCallSegment, ToolCallStatus,
+    ToolCallSegment, ToolCallStatus, TraceStatus,
 };
 use serde_json::{json, Value};
 
@@ -78,7 +78,7 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
             }
         }
     }
-    if !answered || trace.status != "completed" {
+    if !answered || trace.status != TraceStatus::Completed {
         steps.run_end(trace, &ended_at);
     }
     json!({

@@ -1,5 +1,6 @@
 //! Starting runs, following their events, stopping them.
 
+use app::protocol::{ResolvedBy, TraceStatus};
 use std::sync::Arc;
 
 use axum::{
@@ -17,7 +18,8 @@ use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
     auth::Reader,
     error::{Error, Result},
-    runs::{ApprovalAnswer, ChatRequest},
+    runs::{Answered, ChatRequest},
+    sink::ApprovalAnswer,
 };
 
 /// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
@@ -119,7 +121,7 @@ async fn run_events(
         .await?
         .ok_or(Error::NotFound("run"))?;
     if let (true, Some(bus), Some(postgres)) = (
-        trace.status == "running",
+        trace.status == TraceStatus::Running,
         state.engine.bus(),
         state.store.postgres(),
     ) {
@@ -185,25 +187,23 @@ pub async fn approve(
 ) -> Result<Response> {
     let answer = ApprovalAnswer {
         decision: body.decision,
-        by: user.0.name.clone(),
+        by: ResolvedBy::User(user.0.name.clone()),
         reason: body
             .reason
             .map(|reason| reason.chars().take(500).collect::<String>())
             .filter(|reason| !reason.trim().is_empty()),
     };
     let decision = answer.decision;
-    let engine = &state.engine;
-    if engine.answer_approval(user.id(), &run_id, &call_id, answer.clone())? {
-        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
-        return Ok(Json(reply).into_response());
-    }
-    if engine
-        .answer_approval_elsewhere(user.id(), &run_id, &call_id, answer)
-        .await?
-    {
-        let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
-        return Ok(Json(reply).into_response());
-    }
-    let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
-    Ok((axum::http::StatusCode::ACCEPTED, Json(reply)).into_response())
+    let answered = state
+        .engine
+        .answer_approval(user.id(), &run_id, &call_id, answer)
+        .await?;
+    let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision });
+    Ok(match answered {
+        Answered::Recorded => Json(reply).into_response(),
+        Answered::Forwarded => {
+            let reply = json!({ "run_id": run_id, "call_id": call_id, "decision": decision, "status": "forwarded" });
+            (axum::http::StatusCode::ACCEPTED, Json(reply)).into_response()
+        }
+    })
 }

@@ -14,7 +14,7 @@ use super::{extract::ApiJson, AppState, CurrentUser};
 use crate::{
     auth::random_token,
     error::{Error, Result},
-    runs::now_rfc3339,
+    stamps::now_rfc3339,
     store::TraceShare,
 };
 

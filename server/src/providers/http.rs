@@ -1,6 +1,7 @@
 //! Sending a request: retries (429 and 5xx, only before anything has streamed) and HTTP failures
 //! mapped to readable errors.
 
+use app::protocol::ErrorCode;
 use serde_json::Value;
 
 use super::{ProviderError, RETRY_DELAYS};
@@ -35,7 +36,7 @@ pub async fn send(
         }
         let response = outcome.map_err(|error| {
             ProviderError::new(
-                "connection_failed",
+                ErrorCode::ConnectionFailed,
                 format!(
                     "Could not reach the model provider: {}",
                     without_url(&error)
@@ -59,23 +60,23 @@ pub async fn send(
         };
         return Err(match status.as_u16() {
             401 | 403 => ProviderError::new(
-                "provider_auth",
+                ErrorCode::ProviderAuth,
                 format!("The provider rejected the API key ({status}){detail}"),
             ),
             404 => ProviderError::new(
-                "unknown_model",
+                ErrorCode::UnknownModel,
                 format!("The provider does not know this model ({status}){detail}"),
             ),
             429 => ProviderError::new(
-                "rate_limited",
+                ErrorCode::RateLimited,
                 format!("The provider is rate-limiting requests ({status}){detail}"),
             ),
             500..=599 => ProviderError::new(
-                "provider_unavailable",
+                ErrorCode::ProviderUnavailable,
                 format!("The provider failed ({status}){detail}"),
             ),
             _ => ProviderError::new(
-                "provider_error",
+                ErrorCode::ProviderError,
                 format!("The provider refused the request ({status}){detail}"),
             ),
         });

@@ -12,15 +12,16 @@ mod openai_responses;
 mod provider;
 pub mod sse;
 
+use app::protocol::ErrorCode;
 use std::{collections::BTreeMap, path::Path, sync::Arc, time::Duration};
 
+use futures::future::BoxFuture;
+
+use crate::records::ProviderKind;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
-    agents::BoxFuture,
-    tools::{approval::ApprovalConfig, mcp::McpServerConfig},
-};
+use crate::tools::{approval::ApprovalConfig, mcp::McpServerConfig};
 use anthropic::Anthropic;
 use openai_chat::OpenAiChat;
 use openai_responses::OpenAiResponses;
@@ -77,61 +78,30 @@ pub struct ProviderConfig {
     pub system_prompt: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// OpenAI-compatible Chat Completions: OpenAI, vLLM, Ollama, llama.cpp's server, OpenRouter.
-    #[default]
-    OpenaiChat,
-    /// The OpenAI Responses API.
-    OpenaiResponses,
-    /// Anthropic Messages.
-    Anthropic,
+/// The provider that speaks `kind`'s API.
+fn provider_for(
+    kind: ProviderKind,
+    client: reqwest::Client,
+    base_url: &str,
+    api_key: Option<String>,
+) -> Arc<dyn ChatProvider> {
+    match kind {
+        ProviderKind::OpenaiChat => {
+            Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
+        }
+        ProviderKind::OpenaiResponses => {
+            Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
+        }
+        ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(client, base_url, api_key)),
+    }
 }
 
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::OpenaiChat => "openai_chat",
-            ProviderKind::OpenaiResponses => "openai_responses",
-            ProviderKind::Anthropic => "anthropic",
-        }
-    }
-
-    /// A stored format name; turns recorded before formats were stored are OpenAI chat.
-    pub fn parse(name: &str) -> Self {
-        [ProviderKind::OpenaiResponses, ProviderKind::Anthropic]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
-            .unwrap_or_default()
-    }
-
-    fn provider(
-        self,
-        client: reqwest::Client,
-        base_url: &str,
-        api_key: Option<String>,
-    ) -> Arc<dyn ChatProvider> {
-        match self {
-            ProviderKind::OpenaiChat => {
-                Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
-            }
-            ProviderKind::OpenaiResponses => {
-                Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
-            }
-            ProviderKind::Anthropic => {
-                Arc::new(Provider::<Anthropic>::new(client, base_url, api_key))
-            }
-        }
-    }
-
-    /// A request recorded in this format, back in OpenAI chat format (the inspector's).
-    pub fn conversation(self, sent: &Value) -> Option<Vec<ChatMessage>> {
-        match self {
-            ProviderKind::OpenaiChat => provider::conversation::<OpenAiChat>(sent),
-            ProviderKind::OpenaiResponses => provider::conversation::<OpenAiResponses>(sent),
-            ProviderKind::Anthropic => provider::conversation::<Anthropic>(sent),
-        }
+/// A request recorded in `kind`'s wire format, back in OpenAI chat format (the inspector's).
+pub fn conversation(kind: ProviderKind, sent: &Value) -> Option<Vec<ChatMessage>> {
+    match kind {
+        ProviderKind::OpenaiChat => provider::conversation::<OpenAiChat>(sent),
+        ProviderKind::OpenaiResponses => provider::conversation::<OpenAiResponses>(sent),
+        ProviderKind::Anthropic => provider::conversation::<Anthropic>(sent),
     }
 }
 
@@ -202,12 +172,12 @@ pub trait TurnSink: Send {
 pub struct ProviderError {
     /// `provider_auth`, `unknown_model`, `rate_limited`, `provider_unavailable`, `provider_error`,
     /// `malformed_stream`, `stream_interrupted`, `connection_failed`.
-    pub code: &'static str,
+    pub code: ErrorCode,
     pub message: String,
 }
 
 impl ProviderError {
-    pub fn new(code: &'static str, message: impl Into<String>) -> Self {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         ProviderError {
             code,
             message: message.into(),
@@ -288,9 +258,7 @@ impl Providers {
                 },
                 None => None,
             };
-            let adapter = config
-                .kind
-                .provider(client.clone(), &config.base_url, api_key);
+            let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key);
             providers.insert(
                 config.name.clone(),
                 Configured {

@@ -3,6 +3,7 @@
 //! headers) is a [`WireFormat`]; everything else (the HTTP client, retries, error mapping, the
 //! pending tool calls, usage, reasoning parts, completeness) is here once.
 
+use app::protocol::ErrorCode;
 use std::{collections::BTreeMap, marker::PhantomData};
 
 use futures::StreamExt;
@@ -13,7 +14,7 @@ use super::{
     http, sse::SseDecoder, ChatMessage, ChatProvider, Exchange, ProviderError, ProviderKind,
     RequestedCall, TurnOutput, TurnRequest, TurnSink,
 };
-use crate::agents::BoxFuture;
+use futures::future::BoxFuture;
 
 /// One API's wire format: serde types for its request and its stream's events, and how a turn maps
 /// onto them.
@@ -114,7 +115,7 @@ async fn read_stream<F: WireFormat>(
     while let Some(chunk) = body.next().await {
         let bytes = chunk.map_err(|error| {
             ProviderError::new(
-                "stream_interrupted",
+                ErrorCode::StreamInterrupted,
                 format!(
                     "The connection to the provider broke mid-answer: {}",
                     http::without_url(&error)
@@ -130,7 +131,7 @@ async fn read_stream<F: WireFormat>(
     }
     if !ended && !turn.completed {
         return Err(ProviderError::new(
-            "stream_interrupted",
+            ErrorCode::StreamInterrupted,
             "The provider's stream ended before the answer was complete.",
         ));
     }
@@ -149,7 +150,7 @@ fn apply<F: WireFormat>(
     }
     let event = serde_json::from_str(data).map_err(|error| {
         ProviderError::new(
-            "malformed_stream",
+            ErrorCode::MalformedStream,
             if error.is_syntax() || error.is_eof() {
                 "The provider sent a chunk that is not valid JSON.".to_owned()
             } else {
@@ -223,7 +224,7 @@ impl TurnBuilder {
         for (position, call) in std::mem::take(&mut self.calls) {
             if call.name.is_empty() {
                 return Err(ProviderError::new(
-                    "malformed_stream",
+                    ErrorCode::MalformedStream,
                     "The provider sent a tool call without a name.",
                 ));
             }
@@ -267,7 +268,7 @@ impl WireError {
             _ => "unknown error".to_owned(),
         };
         ProviderError::new(
-            "provider_error",
+            ErrorCode::ProviderError,
             format!("The provider reported an error mid-stream: {message}"),
         )
     }

@@ -11,25 +11,18 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::task::TaskTracker;
 
-use super::{
-    new_id, now_rfc3339, ApprovalAnswer, ApprovalRefused, Checkpointer, MemoryBudget, Overflow,
-    Run, RunEnding, RunLimits, UserRuns, UserSlot,
-};
+use super::{Checkpointer, MemoryBudget, Run, RunIds, RunLimits, UserRuns, UserSlot};
 use crate::{
-    agents::{Agent, AgentOutcome, Agents, RunContext},
+    agents::{Agents, RunContext},
+    bus::CommandOutcome,
     error::{Error, Result},
-    store::{FinishedTrace, NewRun, Store, LOCAL_OWNER},
+    sink::{ApprovalAnswer, ApprovalRefused},
+    stamps::{new_id, now_rfc3339},
+    store::{NewRun, Store, LOCAL_OWNER},
     tools::ToolRegistry,
 };
 
-/// A finished run stays in memory this long for late subscribers, then they read the store.
-const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
 const MAX_CONTENT_CHARS: usize = 100_000;
-/// What a client is told to wait before trying again when the server is at a limit.
-pub const RETRY_AFTER_SECS: u64 = 5;
-/// A trace that could not be stored is written again after this, then twice as long each time.
-const FINISH_RETRY_FIRST: Duration = Duration::from_millis(100);
-const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct ChatRequest {
@@ -53,31 +46,31 @@ pub struct StartedChat {
 }
 
 pub struct Engine {
-    store: Store,
-    agents: Agents,
-    tools: Arc<ToolRegistry>,
-    default_model: String,
-    run_timeout: Duration,
-    runs: Mutex<HashMap<String, Arc<Run>>>,
-    checkpointer: Arc<Checkpointer>,
-    checkpointer_stop: tokio_util::sync::CancellationToken,
-    tasks: TaskTracker,
-    limits: RunLimits,
-    budget: Arc<MemoryBudget>,
+    pub(super) store: Store,
+    pub(super) agents: Agents,
+    pub(super) tools: Arc<ToolRegistry>,
+    pub(super) default_model: String,
+    pub(super) run_timeout: Duration,
+    pub(super) runs: Mutex<HashMap<String, Arc<Run>>>,
+    pub(super) checkpointer: Arc<Checkpointer>,
+    pub(super) checkpointer_stop: tokio_util::sync::CancellationToken,
+    pub(super) tasks: TaskTracker,
+    pub(super) limits: RunLimits,
+    pub(super) budget: Arc<MemoryBudget>,
     /// One permit per run going; `limits.max_running` in all.
-    slots: Arc<Semaphore>,
+    pub(super) slots: Arc<Semaphore>,
     /// Each signed-in user's runs going and recent starts.
-    user_runs: Arc<UserRuns>,
+    pub(super) user_runs: Arc<UserRuns>,
     /// Runs whose finished trace could not be stored yet, with the database's reason: while any
     /// wait, `/healthz` is degraded (a job can fail while the writer's transactions commit, as
     /// PostgreSQL's do around a refused row).
-    unstored: Mutex<HashMap<String, String>>,
+    pub(super) unstored: Mutex<HashMap<String, String>>,
     /// On PostgreSQL, the bus to the other instances.
-    bus: std::sync::OnceLock<Arc<crate::bus::Bus>>,
+    pub(super) bus: std::sync::OnceLock<Arc<crate::bus::Bus>>,
 }
 
 /// What a run holds while it goes: a server slot, and its user's (none for the local user).
-struct RunSlot {
+pub(super) struct RunSlot {
     _server: OwnedSemaphorePermit,
     _user: Option<UserSlot>,
 }
@@ -118,7 +111,7 @@ impl Engine {
         })
     }
 
-    fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
+    pub(super) fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {
         self.runs
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -135,107 +128,101 @@ impl Engine {
         owner_id: &str,
         request: ChatRequest,
     ) -> Result<(Arc<Run>, StartedChat)> {
-        let content = request.content.trim();
-        if content.is_empty() {
-            return Err(Error::InvalidField("`content` must not be empty".into()));
-        }
-        if content.chars().count() > MAX_CONTENT_CHARS {
-            return Err(Error::InvalidField(format!(
-                "`content` is longer than {MAX_CONTENT_CHARS} characters"
-            )));
-        }
-        if request
-            .model
-            .as_deref()
-            .is_some_and(|model| model.trim().is_empty())
-        {
-            return Err(Error::InvalidField(
-                "`model` must not be empty when given".into(),
-            ));
-        }
-        if let Some(id) = &request.conversation_id {
-            if self
-                .runs()
-                .values()
-                // Another user's conversation is not found (below), never "busy".
-                .any(|run| {
-                    run.conversation_id == *id && run.owner_id == owner_id && !run.is_closed()
-                })
-            {
-                return Err(Error::Conflict(
-                    "a run is already going in this conversation; stop it first".into(),
-                ));
-            }
-        }
+        let content = validated_content(&request)?;
+        self.check_not_busy(owner_id, request.conversation_id.as_deref())?;
         // Resolve the agent before anything is stored, so an unknown model leaves no trace.
-        let requested_model = request.model.clone();
-        if let Some(model) = &requested_model {
+        if let Some(model) = &request.model {
             self.agents.resolve(model)?;
         }
         let slot = self.take_slot(owner_id)?;
 
         let now = now_rfc3339();
-        let (run_id, trace_id) = (new_id("run"), new_id("trace"));
-        let (user_message_id, message_id) = (new_id("msg"), new_id("msg"));
+        let ids = RunIds {
+            run_id: new_id("run"),
+            trace_id: new_id("trace"),
+            conversation_id: String::new(),
+            message_id: new_id("msg"),
+            owner_id: owner_id.to_owned(),
+            model: String::new(),
+        };
+        let user_message_id = new_id("msg");
         let started = self
             .store
             .begin_run(NewRun {
                 owner_id: owner_id.to_owned(),
                 conversation_id: request.conversation_id.clone(),
                 content: content.to_owned(),
-                model: requested_model,
+                model: request.model.clone(),
                 default_model: self.default_model.clone(),
-                run_id: run_id.clone(),
-                trace_id: trace_id.clone(),
+                run_id: ids.run_id.clone(),
+                trace_id: ids.trace_id.clone(),
                 user_message_id: user_message_id.clone(),
-                assistant_message_id: message_id.clone(),
+                assistant_message_id: ids.message_id.clone(),
                 now: now.clone(),
             })
             .await?;
-        let run = Run::new(
-            run_id.clone(),
-            trace_id.clone(),
-            started.conversation_id.clone(),
-            message_id.clone(),
-            owner_id.to_owned(),
-            started.model.clone(),
-            now,
-            self.checkpointer.waker(),
-            self.budget.clone(),
-        );
+        let ids = RunIds {
+            conversation_id: started.conversation_id.clone(),
+            model: started.model.clone(),
+            ..ids
+        };
+        let reply = StartedChat {
+            events_url: format!("/api/runs/{}/events", ids.run_id),
+            run_id: ids.run_id.clone(),
+            conversation_id: ids.conversation_id.clone(),
+            trace_id: ids.trace_id.clone(),
+            message_id: ids.message_id.clone(),
+            user_message_id,
+            model: ids.model.clone(),
+        };
+        let run = Run::new(ids, now, self.checkpointer.waker(), self.budget.clone());
+        self.launch(&run, &reply, started.history, started.user_message, slot);
+        Ok((run, reply))
+    }
+
+    /// 409 when the user already has a run going in the conversation.
+    fn check_not_busy(&self, owner_id: &str, conversation_id: Option<&str>) -> Result<()> {
+        let Some(id) = conversation_id else {
+            return Ok(());
+        };
+        let busy = self
+            .runs()
+            .values()
+            // Another user's conversation is not found (later), never "busy".
+            .any(|run| run.conversation_id == id && run.owner_id == owner_id && !run.is_closed());
+        if busy {
+            return Err(Error::Conflict(
+                "a run is already going in this conversation; stop it first".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Emits the run's first event, tracks it and starts its task.
+    fn launch(
+        self: &Arc<Self>,
+        run: &Arc<Run>,
+        started: &StartedChat,
+        history: Vec<app::protocol::Message>,
+        user_message: app::protocol::Message,
+        slot: RunSlot,
+    ) {
         run.emit(EventKind::MessageStarted {
             conversation_id: started.conversation_id.clone(),
-            user_message_id: user_message_id.clone(),
-            message_id: message_id.clone(),
-            trace_id: trace_id.clone(),
+            user_message_id: started.user_message_id.clone(),
+            message_id: started.message_id.clone(),
+            trace_id: started.trace_id.clone(),
             model: started.model.clone(),
         });
-        self.runs().insert(run_id.clone(), run.clone());
+        self.runs().insert(run.run_id.clone(), run.clone());
         self.checkpointer.track(run.clone());
-
         // A conversation's stored model may have become unknown (a removed scenario): the run
         // still starts, and ends at once with a clear error.
         let agent = self.agents.resolve(&started.model);
-        let context = RunContext::new(
-            run.clone(),
-            self.tools.clone(),
-            started.history,
-            started.user_message,
-        );
-        let engine = self.clone();
+        let context = RunContext::new(run.clone(), self.tools.clone(), history, user_message);
+        let (engine, driven) = (self.clone(), run.clone());
         self.tasks
-            .spawn(async move { engine.drive(context, agent, slot).await });
-
-        let reply = StartedChat {
-            events_url: format!("/api/runs/{run_id}/events"),
-            run_id,
-            conversation_id: started.conversation_id,
-            trace_id,
-            message_id,
-            user_message_id,
-            model: started.model,
-        };
-        Ok((run, reply))
+            .spawn(async move { engine.drive(driven, context, agent, slot).await });
     }
 
     /// One of the running slots, unless the server is at its run or memory limit, or the user
@@ -265,46 +252,7 @@ impl Engine {
         })
     }
 
-    /// Runs going now, and bytes of event logs held in memory.
-    /// Joins the other instances on the store's PostgreSQL database: Stop sent there for runs
-    /// of this instance cancels them. Until the engine shuts down.
-    pub fn join_instances(self: &Arc<Self>) {
-        let stop = self.checkpointer_stop.child_token();
-        let Some(postgres) = self.store.postgres().cloned() else {
-            return;
-        };
-        let engine = Arc::downgrade(self);
-        let on_cancel = Box::new(move |request: crate::bus::CancelRequest| {
-            let Some(engine) = engine.upgrade() else {
-                return;
-            };
-            if engine.get(&request.run_id).is_none() {
-                return;
-            }
-            if let Some(approval) = request.approval {
-                let answer = ApprovalAnswer {
-                    decision: approval.decision,
-                    by: approval.by,
-                    reason: request.reason,
-                };
-                let _ = engine.answer_approval(
-                    &request.owner_id,
-                    &request.run_id,
-                    &approval.call_id,
-                    answer,
-                );
-                return;
-            }
-            tokio::spawn(async move {
-                let _ = engine
-                    .cancel(&request.owner_id, &request.run_id, request.reason)
-                    .await;
-            });
-        });
-        let bus = crate::bus::Bus::start(self.store.clone(), postgres, on_cancel, stop);
-        let _ = self.bus.set(bus);
-    }
-
+    /// On PostgreSQL, the bus to the other instances.
     pub fn bus(&self) -> Option<&Arc<crate::bus::Bus>> {
         self.bus.get()
     }
@@ -319,7 +267,7 @@ impl Engine {
         ))
     }
 
-    fn set_unstored(&self, run_id: &str, error: Option<String>) {
+    pub(super) fn set_unstored(&self, run_id: &str, error: Option<String>) {
         let mut unstored = self.unstored.lock().unwrap_or_else(|p| p.into_inner());
         match error {
             Some(error) => unstored.insert(run_id.to_owned(), error),
@@ -327,150 +275,10 @@ impl Engine {
         };
     }
 
+    /// Runs going now, and bytes of event logs held in memory.
     pub fn load(&self) -> (usize, usize) {
         let running = self.limits.max_running - self.slots.available_permits();
         (running, self.budget.used())
-    }
-
-    /// The run's own task: the agent races cancellation and the run timeout; then the trace closes.
-    /// The slot is given back when the trace is stored.
-    async fn drive(
-        self: Arc<Self>,
-        context: RunContext,
-        agent: Result<Arc<dyn Agent>>,
-        _slot: RunSlot,
-    ) {
-        let run = context.run.clone();
-
-        let ending = match agent {
-            Err(error) => RunEnding::Failed {
-                code: "unknown_model".into(),
-                error: error.public_message(),
-            },
-            Ok(agent) => {
-                let outcome = tokio::select! {
-                    // Cancellation first: when Stop lands as the agent finishes, Stop wins.
-                    biased;
-                    _ = run.cancellation().cancelled() => None,
-                    _ = out_of_time(&run, self.run_timeout) => {
-                        run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {} s.", self.run_timeout.as_secs()));
-                        None
-                    }
-                    outcome = agent.run(&context) => Some(outcome),
-                };
-                // A tool that saw the cancellation can let the agent finish in the same instant;
-                // a run asked to stop still ends as stopped.
-                let outcome = if run.cancellation().is_cancelled() {
-                    None
-                } else {
-                    outcome
-                };
-                // The agent's future is dropped here: its model request and tool calls with it.
-                match outcome {
-                    Some(AgentOutcome::Completed) => RunEnding::Completed,
-                    Some(AgentOutcome::Failed { code, message }) => RunEnding::Failed {
-                        code,
-                        error: message,
-                    },
-                    None => self.why_stopped(&run),
-                }
-            }
-        };
-        let model_turns = context.take_model_turns();
-        drop(context);
-
-        // The checkpointer's last write lands before the final one, so nothing is written twice.
-        self.checkpointer.untrack(&run.run_id).await;
-
-        let message = run.close(&ending);
-        let events = run.all_events();
-        let (cancelled_by, reason, error_code) = match &ending {
-            RunEnding::Completed => (None, None, None),
-            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
-            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code.as_str())),
-        };
-        // The trace keeps the reason apart from the events: cleaned as the events' copy is.
-        let reason = reason.map(|mut reason| {
-            crate::sanitize::sanitize_text(&mut reason);
-            reason
-        });
-        let completed_at = now_rfc3339();
-        // The same figure the message carries (its footer shows it).
-        let duration_ms = message
-            .duration_ms
-            .unwrap_or_else(|| run.started_at.elapsed().as_millis() as u64);
-        // Stored before published, however long that takes: a run whose trace cannot be written
-        // (a full disk) stays in memory, its stream open, and is retried with backoff while
-        // `/healthz` reports the failing writes.
-        let mut delay = FINISH_RETRY_FIRST;
-        while let Err(error) = self
-            .store
-            .finish_run(FinishedTrace {
-                trace_id: &run.trace_id,
-                message: &message,
-                completed_at: &completed_at,
-                duration_ms,
-                cancelled_by,
-                reason: reason.as_deref(),
-                error_code,
-                events: &events,
-                model_turns: &model_turns,
-            })
-            .await
-        {
-            tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
-            self.set_unstored(&run.run_id, Some(error.to_string()));
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(FINISH_RETRY_MAX);
-        }
-        self.set_unstored(&run.run_id, None);
-        run.publish_end();
-        tracing::info!(
-            run_id = %run.run_id,
-            status = message.status.as_str(),
-            events = events.len(),
-            duration_ms = run.started_at.elapsed().as_millis() as u64,
-            "run ended"
-        );
-
-        // Late subscribers read an ended run from memory for a while; a run that outgrew a cap,
-        // or any past half the memory budget, leaves at once, and they read the stored trace.
-        if run.overflowed().is_some() || self.budget.used() > self.budget.limit() / 2 {
-            self.runs().remove(&run.run_id);
-            return;
-        }
-        let engine = self.clone();
-        self.tasks.spawn(async move {
-            tokio::time::sleep(FINISHED_RUN_GRACE).await;
-            engine.runs().remove(&run.run_id);
-        });
-    }
-
-    /// How a run ended that its agent did not finish: its log outgrew a limit, or it was
-    /// cancelled (by the user, the time limit or a shutdown).
-    fn why_stopped(&self, run: &Run) -> RunEnding {
-        match run.overflowed() {
-            Some(Overflow::RunTooLarge) => RunEnding::Failed {
-                code: "run_too_large".into(),
-                error: format!(
-                    "The run produced more than {} MiB of events and was stopped.",
-                    super::MAX_RUN_LOG_BYTES >> 20
-                ),
-            },
-            Some(Overflow::MemoryExhausted) => RunEnding::Failed {
-                code: "memory_exhausted".into(),
-                error: format!(
-                    "The server's memory for runs ({} MiB) was used up; the run was stopped.",
-                    self.budget.limit() >> 20
-                ),
-            },
-            None => {
-                let (by, reason) = run
-                    .cancel_request()
-                    .unwrap_or((CancelledBy::User, "Stopped.".to_owned()));
-                RunEnding::Cancelled { by, reason }
-            }
-        }
     }
 
     /// Stops a run: `message_cancelled` reaches subscribers before this returns.
@@ -504,138 +312,25 @@ impl Engine {
         Ok((run.run_id.clone(), run.trace_id.clone()))
     }
 
-    /// Answers a call's approval request; the first answer wins (409 after). For a run of
-    /// another instance the answer goes there through the bus: `Ok(false)`.
-    pub fn answer_approval(
+    /// Answers a call's approval request; the first answer wins (409 after). A run of another
+    /// instance gets the answer through the bus (see `remote`).
+    pub async fn answer_approval(
         &self,
         owner_id: &str,
         run_id: &str,
         call_id: &str,
         answer: ApprovalAnswer,
-    ) -> Result<bool> {
-        let run = match self.get(run_id) {
-            Some(run) if run.owner_id == owner_id => run,
-            Some(_) => return Err(Error::NotFound("run")),
-            None => return Ok(false),
-        };
-        if run.published().finished || run.is_closed() {
-            return Err(Error::Conflict("the run has already ended".into()));
-        }
-        run.resolve_approval(call_id, answer)
-            .map(|()| true)
-            .map_err(|refused| match refused {
-                ApprovalRefused::UnknownCall => Error::NotFound("approval request"),
-                ApprovalRefused::AlreadyAnswered => {
-                    Error::Conflict("this call has already been answered".into())
-                }
-            })
-    }
-
-    /// A run this instance does not hold, with the bus that reaches the instance that does:
-    /// 404 when there is no such run, 409 when it has ended (or there is no other instance).
-    async fn running_elsewhere(
-        &self,
-        owner_id: &str,
-        run_id: &str,
-    ) -> Result<(crate::store::Trace, &Arc<crate::bus::Bus>)> {
-        let trace = self
-            .store
-            .trace_by_run(owner_id, run_id)
-            .await?
-            .ok_or(Error::NotFound("run"))?;
-        match (trace.status == "running", self.bus()) {
-            (true, Some(bus)) => Ok((trace, bus)),
-            _ => Err(Error::Conflict(format!(
-                "the run has already ended ({})",
-                trace.status
-            ))),
-        }
-    }
-
-    /// An answer for a run this instance does not hold: 404 when there is no such run or no such
-    /// request, 409 when it has ended or the call was answered. On PostgreSQL, when another
-    /// instance runs it, the answer goes there, and this waits (at most 5 s) for the answer the
-    /// run recorded: `true` when it is this one, 409 when another came first, `false` (the
-    /// answer is on its way) when none is recorded in time.
-    pub async fn answer_approval_elsewhere(
-        &self,
-        owner_id: &str,
-        run_id: &str,
-        call_id: &str,
-        answer: ApprovalAnswer,
-    ) -> Result<bool> {
-        let (trace, bus) = self.running_elsewhere(owner_id, run_id).await?;
-        if approval_asked(&trace.events, call_id)?.is_some() {
-            return Err(Error::Conflict(
-                "this call has already been answered".into(),
-            ));
-        }
-        let mut progress = bus.follow(&trace.trace_id, None);
-        bus.request_cancel(&crate::bus::CancelRequest {
-            run_id: run_id.to_owned(),
-            owner_id: owner_id.to_owned(),
-            reason: answer.reason.clone(),
-            approval: Some(crate::bus::ForwardedApproval {
-                call_id: call_id.to_owned(),
-                decision: answer.decision,
-                by: answer.by.clone(),
-            }),
-        })
-        .await?;
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while tokio::time::Instant::now() < deadline {
-            // A notification wakes this early; the poll covers one that was lost.
-            let _ = tokio::time::timeout(Duration::from_millis(250), progress.changed()).await;
-            let trace = self
-                .store
-                .trace_by_run(owner_id, run_id)
-                .await?
-                .ok_or(Error::NotFound("run"))?;
-            match approval_asked(&trace.events, call_id)? {
-                // The reason is not compared: the stored one is redacted.
-                Some(recorded)
-                    if (recorded.decision, &recorded.by) == (answer.decision, &answer.by) =>
-                {
-                    return Ok(true)
-                }
-                Some(_) => {
-                    return Err(Error::Conflict(
-                        "this call has already been answered".into(),
-                    ))
-                }
-                None if trace.status != "running" => {
-                    return Err(Error::Conflict("the run has already ended".into()))
-                }
-                None => {}
+    ) -> Result<Answered> {
+        match self.get(run_id) {
+            Some(run) if run.owner_id == owner_id => {
+                answered(answer_here(&run, call_id, answer)).map(|()| Answered::Recorded)
+            }
+            Some(_) => Err(Error::NotFound("run")),
+            None => {
+                self.answer_elsewhere(owner_id, run_id, call_id, answer)
+                    .await
             }
         }
-        Ok(false)
-    }
-
-    /// Stop for a run this instance does not hold: 409 when it has ended; on PostgreSQL, when
-    /// another instance runs it, Stop goes there through the bus and this answers once the trace
-    /// has closed (at most 10 s).
-    async fn cancel_elsewhere(
-        &self,
-        owner_id: &str,
-        run_id: &str,
-        reason: Option<String>,
-    ) -> Result<(String, String)> {
-        let (trace, bus) = self.running_elsewhere(owner_id, run_id).await?;
-        let mut progress = bus.follow(&trace.trace_id, None);
-        bus.request_cancel(&crate::bus::CancelRequest {
-            run_id: run_id.to_owned(),
-            owner_id: owner_id.to_owned(),
-            reason,
-            approval: None,
-        })
-        .await?;
-        let ended =
-            tokio::time::timeout(Duration::from_secs(10), progress.wait_for(|p| p.ended)).await;
-        if ended.is_err() {
-            tracing::warn!(%run_id, "a run of another instance did not end within 10 s of its cancellation");
-        }
-        Ok((run_id.to_owned(), trace.trace_id))
     }
 
     /// Cancels every run (`cancelled_by: shutdown`) and waits, at most `deadline` in all, for
@@ -681,49 +376,58 @@ impl Engine {
     }
 }
 
-/// Resolves once the run has used `limit`, not counting the time it waited for a person to
-/// approve or deny a call (that wait has its own, optional, timeout).
-async fn out_of_time(run: &Run, limit: Duration) {
-    loop {
-        let used = run
-            .started_at
-            .elapsed()
-            .saturating_sub(run.time_waiting_for_people());
-        match limit.checked_sub(used) {
-            Some(left) if !left.is_zero() => tokio::time::sleep(left).await,
-            _ => return,
-        }
+/// Where an answer to an approval request went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Answered {
+    /// The run recorded it.
+    Recorded,
+    /// It went to the instance that runs the run, which did not reply in time.
+    Forwarded,
+}
+
+/// Gives a run of this instance an answer.
+pub(super) fn answer_here(run: &Run, call_id: &str, answer: ApprovalAnswer) -> CommandOutcome {
+    if run.published().finished || run.is_closed() {
+        return CommandOutcome::Ended;
+    }
+    match run.resolve_approval(call_id, answer) {
+        Ok(()) => CommandOutcome::Done,
+        Err(ApprovalRefused::UnknownCall) => CommandOutcome::UnknownCall,
+        Err(ApprovalRefused::AlreadyAnswered) => CommandOutcome::AlreadyAnswered,
     }
 }
 
-/// Whether `call_id` asked for approval in `events` (404 when it did not), and the answer
-/// recorded for it, if any.
-fn approval_asked(
-    events: &[app::protocol::Event],
-    call_id: &str,
-) -> Result<Option<ApprovalAnswer>> {
-    let mut asked = false;
-    for event in events {
-        match &event.kind {
-            EventKind::ToolApprovalRequested { call_id: id, .. } if id == call_id => asked = true,
-            EventKind::ToolApprovalResolved {
-                call_id: id,
-                decision,
-                by,
-                reason,
-            } if id == call_id => {
-                return Ok(Some(ApprovalAnswer {
-                    decision: *decision,
-                    by: by.clone(),
-                    reason: reason.clone(),
-                }))
-            }
-            _ => {}
-        }
+/// What a person is told of an answer's outcome, wherever it was carried out.
+pub(super) fn answered(outcome: CommandOutcome) -> Result<()> {
+    match outcome {
+        CommandOutcome::Done => Ok(()),
+        CommandOutcome::Ended => Err(Error::Conflict("the run has already ended".into())),
+        CommandOutcome::UnknownCall => Err(Error::NotFound("approval request")),
+        CommandOutcome::AlreadyAnswered => Err(Error::Conflict(
+            "this call has already been answered".into(),
+        )),
     }
-    if asked {
-        Ok(None)
-    } else {
-        Err(Error::NotFound("approval request"))
+}
+
+/// The message's content, trimmed, if the request is one a run can start from.
+fn validated_content(request: &ChatRequest) -> Result<&str> {
+    let content = request.content.trim();
+    if content.is_empty() {
+        return Err(Error::InvalidField("`content` must not be empty".into()));
     }
+    if content.chars().count() > MAX_CONTENT_CHARS {
+        return Err(Error::InvalidField(format!(
+            "`content` is longer than {MAX_CONTENT_CHARS} characters"
+        )));
+    }
+    if request
+        .model
+        .as_deref()
+        .is_some_and(|model| model.trim().is_empty())
+    {
+        return Err(Error::InvalidField(
+            "`model` must not be empty when given".into(),
+        ));
+    }
+    Ok(content)
 }

@@ -101,7 +101,7 @@ impl UserRuns {
                     "you have {} runs going, as many as one person may; stop one or wait",
                     state.running
                 ),
-                super::RETRY_AFTER_SECS,
+                crate::error::RETRY_AFTER_SECS,
             ));
         }
         if self.limits.per_minute > 0 && state.starts.len() >= self.limits.per_minute {

@@ -1,5 +1,6 @@
 //! One run: its append-only event log, the reducer that keeps its message, its cancellation.
 
+use app::protocol::{ErrorCode, ToolCallStatus, ToolErrorKind};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, MutexGuard},
@@ -7,8 +8,7 @@ use std::{
 };
 
 use app::protocol::{
-    ApprovalDecision, CancelledBy, Event, EventKind, Message, MessageStatus, Reducer,
-    ToolResultStatus,
+    CancelledBy, Event, EventKind, Message, MessageStatus, Reducer, ToolResultStatus,
 };
 use tokio::sync::{oneshot, watch, Notify};
 use tokio_util::sync::CancellationToken;
@@ -17,6 +17,7 @@ use super::MemoryBudget;
 use crate::{
     redact::Streams,
     sanitize::{sanitize, MAX_EVENT_BYTES},
+    sink::{ApprovalAnswer, ApprovalRefused, RunSink},
 };
 
 /// A run whose log outgrows this ends with `message_error` (`run_too_large`): the bound on one
@@ -30,12 +31,24 @@ pub struct Published {
     pub finished: bool,
 }
 
+/// What names a run and what it belongs to.
+#[derive(Clone, Debug)]
+pub struct RunIds {
+    pub run_id: String,
+    pub trace_id: String,
+    pub conversation_id: String,
+    /// The assistant message the run writes.
+    pub message_id: String,
+    pub owner_id: String,
+    pub model: String,
+}
+
 /// How a run ended, decided by the engine.
 #[derive(Clone, Debug)]
 pub enum RunEnding {
     Completed,
     Cancelled { by: CancelledBy, reason: String },
-    Failed { code: String, error: String },
+    Failed { code: ErrorCode, error: String },
 }
 
 pub struct Run {
@@ -69,24 +82,6 @@ struct Approvals {
     waited: Duration,
 }
 
-/// A person's (or the timeout's) answer to an approval request.
-#[derive(Clone, Debug)]
-pub struct ApprovalAnswer {
-    pub decision: ApprovalDecision,
-    /// The user's name, or `timeout`.
-    pub by: String,
-    pub reason: Option<String>,
-}
-
-/// Why an answer was not taken.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ApprovalRefused {
-    /// No call of this run asked for approval under that id.
-    UnknownCall,
-    /// Someone answered first.
-    AlreadyAnswered,
-}
-
 /// Why a run's log took no more events.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Overflow {
@@ -110,24 +105,23 @@ struct Log {
     /// Set once the terminal event is stamped; later emits are dropped.
     closed: bool,
     overflowed: Option<Overflow>,
-    running_tools: HashMap<String, Instant>,
-    /// Start order of tools, so cancelled results come out in the order the calls began.
-    tool_order: Vec<String>,
 }
 
 impl Run {
-    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        run_id: String,
-        trace_id: String,
-        conversation_id: String,
-        message_id: String,
-        owner_id: String,
-        model: String,
+        ids: RunIds,
         started_ts: String,
         checkpoint_now: Arc<Notify>,
         budget: Arc<MemoryBudget>,
     ) -> Arc<Self> {
+        let RunIds {
+            run_id,
+            trace_id,
+            conversation_id,
+            message_id,
+            owner_id,
+            model,
+        } = ids;
         Arc::new(Run {
             run_id,
             trace_id,
@@ -266,7 +260,7 @@ impl Run {
         let mut event = Event {
             seq,
             run_id: self.run_id.clone(),
-            ts: super::now_rfc3339(),
+            ts: crate::stamps::now_rfc3339(),
             kind,
         };
         let mut json = serde_json::to_string(&event).ok()?;
@@ -287,16 +281,6 @@ impl Run {
                 self.cancel.cancel();
             }
             return None;
-        }
-        match &event.kind {
-            EventKind::ToolCallStarted { call_id, .. } => {
-                log.running_tools.insert(call_id.clone(), Instant::now());
-                log.tool_order.push(call_id.clone());
-            }
-            EventKind::ToolResult { call_id, .. } => {
-                log.running_tools.remove(call_id);
-            }
-            _ => {}
         }
         log.reducer.apply(&event);
         log.bytes += json.len();
@@ -333,36 +317,7 @@ impl Run {
                 self.append_one(&mut log, held);
             }
             if !matches!(ending, RunEnding::Completed) {
-                let running: Vec<(String, u64)> = log
-                    .tool_order
-                    .iter()
-                    .filter_map(|id| {
-                        log.running_tools
-                            .get(id)
-                            .map(|since| (id.clone(), since.elapsed().as_millis() as u64))
-                    })
-                    .collect();
-                for (call_id, duration_ms) in running {
-                    let reason = match ending {
-                        RunEnding::Failed { error, .. } => error.clone(),
-                        _ => "The run was stopped before this tool finished.".to_owned(),
-                    };
-                    self.append(
-                        &mut log,
-                        EventKind::ToolResult {
-                            call_id,
-                            status: ToolResultStatus::Cancelled,
-                            duration_ms,
-                            output: None,
-                            truncated: false,
-                            full_length: None,
-                            error: Some(app::protocol::ToolError {
-                                kind: "cancelled".into(),
-                                message: reason,
-                            }),
-                        },
-                    );
-                }
+                self.cancel_running_tools(&mut log, ending);
             }
             let mut message = log
                 .reducer
@@ -370,40 +325,87 @@ impl Run {
                 .cloned()
                 .unwrap_or_else(|| self.empty_message());
             message.duration_ms = Some(self.started_at.elapsed().as_millis() as u64);
-            let kind = match ending {
-                RunEnding::Completed => {
-                    message.status = MessageStatus::Complete;
-                    EventKind::MessageFinal {
-                        message,
-                        trace_id: self.trace_id.clone(),
-                    }
-                }
-                RunEnding::Cancelled { by, reason } => {
-                    message.status = MessageStatus::Cancelled;
-                    message.ended_reason = Some(reason.clone());
-                    EventKind::MessageCancelled {
-                        reason: reason.clone(),
-                        cancelled_by: *by,
-                        message,
-                    }
-                }
-                RunEnding::Failed { code, error } => {
-                    message.status = MessageStatus::Error;
-                    message.ended_reason = Some(error.clone());
-                    EventKind::MessageError {
-                        code: code.clone(),
-                        error: error.clone(),
-                        message,
-                    }
-                }
-            };
-            self.append(&mut log, kind);
+            let terminal = self.terminal_event(message, ending);
+            self.append(&mut log, terminal);
             log.closed = true;
         }
         log.reducer
             .message()
             .cloned()
             .unwrap_or_else(|| self.empty_message())
+    }
+
+    /// A `cancelled` result for every call the reducer still holds as going, in the order they
+    /// began.
+    fn cancel_running_tools(&self, log: &mut Log, ending: &RunEnding) {
+        let now = crate::stamps::now_rfc3339();
+        let running: Vec<(String, u64)> = log
+            .reducer
+            .message()
+            .into_iter()
+            .flat_map(Message::tool_calls)
+            .filter(|call| {
+                matches!(
+                    call.status,
+                    ToolCallStatus::Running | ToolCallStatus::AwaitingApproval
+                )
+            })
+            .map(|call| {
+                let ran = app::protocol::elapsed_ms(&call.started_at, &now).unwrap_or(0);
+                (call.call_id.clone(), ran)
+            })
+            .collect();
+        let reason = match ending {
+            RunEnding::Failed { error, .. } => error.clone(),
+            _ => "The run was stopped before this tool finished.".to_owned(),
+        };
+        for (call_id, duration_ms) in running {
+            let error = app::protocol::ToolError {
+                kind: ToolErrorKind::Cancelled,
+                message: reason.clone(),
+            };
+            let result = EventKind::ToolResult {
+                call_id,
+                status: ToolResultStatus::Cancelled,
+                duration_ms,
+                output: None,
+                truncated: false,
+                full_length: None,
+                error: Some(error),
+            };
+            self.append(log, result);
+        }
+    }
+
+    /// The terminal event for `ending`, carrying `message` with its final status.
+    fn terminal_event(&self, mut message: Message, ending: &RunEnding) -> EventKind {
+        match ending {
+            RunEnding::Completed => {
+                message.status = MessageStatus::Complete;
+                EventKind::MessageFinal {
+                    message,
+                    trace_id: self.trace_id.clone(),
+                }
+            }
+            RunEnding::Cancelled { by, reason } => {
+                message.status = MessageStatus::Cancelled;
+                message.ended_reason = Some(reason.clone());
+                EventKind::MessageCancelled {
+                    reason: reason.clone(),
+                    cancelled_by: *by,
+                    message,
+                }
+            }
+            RunEnding::Failed { code, error } => {
+                message.status = MessageStatus::Error;
+                message.ended_reason = Some(error.clone());
+                EventKind::MessageError {
+                    code: code.clone(),
+                    error: error.clone(),
+                    message,
+                }
+            }
+        }
     }
 
     /// Makes everything in the log visible, including the terminal event, and ends subscriptions.
@@ -564,13 +566,16 @@ mod tests {
 
     #[test]
     fn the_published_seq_never_moves_backwards_under_concurrent_emits() {
+        let ids = RunIds {
+            run_id: "run_t".into(),
+            trace_id: "trace_t".into(),
+            conversation_id: "c".into(),
+            message_id: "m".into(),
+            owner_id: "o".into(),
+            model: "demo".into(),
+        };
         let run = Run::new(
-            "run_t".into(),
-            "trace_t".into(),
-            "c".into(),
-            "m".into(),
-            "o".into(),
-            "demo".into(),
+            ids,
             "2026-01-01T00:00:00.000Z".into(),
             Arc::new(Notify::new()),
             MemoryBudget::new(usize::MAX),
@@ -608,5 +613,33 @@ mod tests {
         });
         assert_eq!(backwards, 0, "the published seq moved backwards");
         assert_eq!(run.published().last_seq, 80_000);
+    }
+}
+
+/// Agents and tools reach their run through [`RunSink`] only.
+impl RunSink for Run {
+    fn emit(&self, kind: EventKind) -> Option<u64> {
+        Run::emit(self, kind)
+    }
+    fn event_count(&self) -> u64 {
+        Run::event_count(self)
+    }
+    fn cancellation(&self) -> &CancellationToken {
+        Run::cancellation(self)
+    }
+    fn request_approval(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> oneshot::Receiver<ApprovalAnswer> {
+        Run::request_approval(self, call_id, name, args)
+    }
+    fn resolve_approval(
+        &self,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<(), ApprovalRefused> {
+        Run::resolve_approval(self, call_id, answer)
     }
 }

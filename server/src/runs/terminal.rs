@@ -162,7 +162,7 @@ mod tests {
             run_id: "run".into(),
             ts: "t".into(),
             kind: EventKind::MessageError {
-                code: "run_too_large".into(),
+                code: app::protocol::ErrorCode::RunTooLarge,
                 error: "too large".into(),
                 message,
             },

@@ -3,6 +3,7 @@
 //! `ask`). A call that asks emits `tool_approval_requested` and waits, with no timer unless
 //! `timeout_secs` is set; the first answer (`tool_approval_resolved`) decides.
 
+use app::protocol::{ResolvedBy, ToolErrorKind};
 use std::{collections::BTreeMap, time::Duration};
 
 use app::protocol::{ApprovalDecision, ToolError};
@@ -10,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::{mcp::NAME_SEPARATOR, tool_error};
-use crate::runs::{ApprovalAnswer, Run};
+use crate::sink::{ApprovalAnswer, RunSink};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -85,7 +86,7 @@ impl ApprovalConfig {
 /// Asks for approval of one call and waits for the first answer (or the timeout's denial).
 /// `Err` is the tool error a denied call ends with.
 pub async fn ask(
-    run: &Run,
+    run: &dyn RunSink,
     call_id: &str,
     name: &str,
     args: &Value,
@@ -102,7 +103,7 @@ pub async fn ask(
                     call_id,
                     ApprovalAnswer {
                         decision: ApprovalDecision::Deny,
-                        by: "timeout".into(),
+                        by: ResolvedBy::Timeout,
                         reason: Some("timeout".into()),
                     },
                 );
@@ -115,23 +116,44 @@ pub async fn ask(
             decision: ApprovalDecision::Approve,
             ..
         }) => Ok(()),
-        Ok(ApprovalAnswer { by, reason, .. }) => Err(denied(&by, reason.as_deref())),
-        Err(_) => Err(tool_error("cancelled", "The run ended before an answer.")),
+        Ok(ApprovalAnswer { by, reason, .. }) => {
+            let denial = match by {
+                ResolvedBy::Timeout => Denial::Timeout,
+                ResolvedBy::User(_) => Denial::Person,
+            };
+            Err(denied(denial, reason.as_deref()))
+        }
+        Err(_) => Err(tool_error(
+            ToolErrorKind::Cancelled,
+            "The run ended before an answer.",
+        )),
     }
 }
 
+/// Who refused a call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denial {
+    /// The tool's policy is `deny`.
+    Policy,
+    /// Nobody answered within the approval timeout.
+    Timeout,
+    Person,
+}
+
 /// The error of a denied call, as the model reads it.
-pub fn denied(by: &str, reason: Option<&str>) -> ToolError {
+pub fn denied(by: Denial, reason: Option<&str>) -> ToolError {
     let who = match by {
-        "timeout" => return tool_error("denied", "Nobody approved this call in time."),
-        "policy" => "This tool is not allowed here".to_owned(),
-        _ => "The person denied this call".to_owned(),
+        Denial::Timeout => {
+            return tool_error(ToolErrorKind::Denied, "Nobody approved this call in time.")
+        }
+        Denial::Policy => "This tool is not allowed here",
+        Denial::Person => "The person denied this call",
     };
     let message = match reason {
         Some(reason) => format!("{who}: {reason}"),
         None => format!("{who}."),
     };
-    tool_error("denied", message)
+    tool_error(ToolErrorKind::Denied, message)
 }
 
 #[cfg(test)]

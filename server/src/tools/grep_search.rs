@@ -1,11 +1,12 @@
 //! `grep_search {query, is_regexp?, include?}`: finds lines in the workspace, streaming each match.
 
+use app::protocol::ToolErrorKind;
 use std::path::Path;
 
 use regex::{Regex, RegexBuilder};
 use serde_json::{json, Value};
 
-use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture};
+use super::{string_arg, tool_error, workspace::glob_pattern, Tool, ToolContext, ToolFuture};
 
 const MAX_MATCHES: usize = 200;
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -44,7 +45,10 @@ impl Tool for GrepSearch {
         Box::pin(async move {
             let query = string_arg(&args, "query")?.to_owned();
             if query.is_empty() {
-                return Err(tool_error("invalid_arguments", "`query` must not be empty"));
+                return Err(tool_error(
+                    ToolErrorKind::InvalidArguments,
+                    "`query` must not be empty",
+                ));
             }
             let is_regexp = args
                 .get("is_regexp")
@@ -61,7 +65,7 @@ impl Tool for GrepSearch {
                 .build()
                 .map_err(|error| {
                     tool_error(
-                        "invalid_arguments",
+                        ToolErrorKind::InvalidArguments,
                         format!("Not a valid regular expression: {error}"),
                     )
                 })?;
@@ -90,7 +94,10 @@ fn search(
     let mut stack = vec![workspace.root().to_path_buf()];
     'walk: while let Some(dir) = stack.pop() {
         if context.cancel.is_cancelled() {
-            return Err(tool_error("cancelled", "The search was cancelled."));
+            return Err(tool_error(
+                ToolErrorKind::Cancelled,
+                "The search was cancelled.",
+            ));
         }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -176,34 +183,10 @@ fn included(relative: &str, name: &str, include: Option<&Regex>) -> bool {
 fn glob_to_regex(glob: &str) -> Result<Regex, app::protocol::ToolError> {
     Regex::new(&glob_pattern(glob)).map_err(|error| {
         tool_error(
-            "invalid_arguments",
+            ToolErrorKind::InvalidArguments,
             format!("Not a valid `include` glob: {error}"),
         )
     })
-}
-
-/// The regular expression, anchored, that matches what `glob` matches.
-pub(super) fn glob_pattern(glob: &str) -> String {
-    let mut pattern = String::from("^");
-    let mut chars = glob.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '*' if chars.peek() == Some(&'*') => {
-                chars.next();
-                if chars.peek() == Some(&'/') {
-                    chars.next();
-                    pattern.push_str("(?:.*/)?");
-                } else {
-                    pattern.push_str(".*");
-                }
-            }
-            '*' => pattern.push_str("[^/]*"),
-            '?' => pattern.push_str("[^/]"),
-            other => pattern.push_str(&regex::escape(&other.to_string())),
-        }
-    }
-    pattern.push('$');
-    pattern
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! `list_dir {path}`: a folder's entries, folders first, each folder with a trailing `/`.
 
+use app::protocol::ToolErrorKind;
 use std::path::PathBuf;
 
 use app::protocol::ToolError;
@@ -61,12 +62,16 @@ fn entries(
     requested: &str,
 ) -> Result<(PathBuf, Vec<String>, Vec<String>), ToolError> {
     let path = workspace.resolve(requested)?;
-    let reader = std::fs::read_dir(&path)
-        .map_err(|error| tool_error("io", format!("Cannot list '{requested}': {error}")))?;
+    let reader = std::fs::read_dir(&path).map_err(|error| {
+        tool_error(
+            ToolErrorKind::Io,
+            format!("Cannot list '{requested}': {error}"),
+        )
+    })?;
     let mut folders = Vec::new();
     let mut files = Vec::new();
     for entry in reader {
-        let entry = entry.map_err(|error| tool_error("io", error.to_string()))?;
+        let entry = entry.map_err(|error| tool_error(ToolErrorKind::Io, error.to_string()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if workspace.is_denied(&entry.path()) {
             continue;

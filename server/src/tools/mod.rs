@@ -10,6 +10,7 @@ mod read_file;
 mod test_tools;
 mod workspace;
 
+use app::protocol::ToolErrorKind;
 use std::{
     collections::BTreeMap,
     future::Future,
@@ -30,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use workspace::{Workspace, DEFAULT_DENY_FILES};
 
-use crate::{runs::Run, sanitize::MAX_TOOL_OUTPUT_CHARS};
+use crate::{sanitize::MAX_TOOL_OUTPUT_CHARS, sink::RunSink};
 
 pub type ToolFuture = Pin<Box<dyn Future<Output = Result<String, ToolError>> + Send + 'static>>;
 
@@ -72,7 +73,7 @@ impl ToolContext {
     ) -> Result<T, ToolError> {
         let busy = || {
             tool_error(
-                "busy",
+                ToolErrorKind::Busy,
                 format!(
                     "{BLOCKING_TOOL_SLOTS} tool calls are already waiting on the file system; try again later."
                 ),
@@ -90,7 +91,7 @@ impl ToolContext {
             work()
         })
         .await
-        .map_err(|error| tool_error("panic", error.to_string()))
+        .map_err(|error| tool_error(ToolErrorKind::Panic, error.to_string()))
     }
 
     /// Runs `work` on the workspace and a requested path in a blocking slot: resolving the path
@@ -110,7 +111,7 @@ impl ToolContext {
 /// it was).
 #[derive(Clone)]
 pub struct OutputSink {
-    run: Arc<Run>,
+    run: Arc<dyn RunSink>,
     call_id: String,
     streamed_chars: Arc<AtomicUsize>,
 }
@@ -140,18 +141,21 @@ impl OutputSink {
     }
 }
 
-pub fn tool_error(kind: &str, message: impl Into<String>) -> ToolError {
+pub fn tool_error(kind: ToolErrorKind, message: impl Into<String>) -> ToolError {
     ToolError {
-        kind: kind.to_owned(),
+        kind,
         message: message.into(),
     }
 }
 
 /// Reads a required string argument.
 pub fn string_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ToolError> {
-    args.get(name)
-        .and_then(Value::as_str)
-        .ok_or_else(|| tool_error("invalid_arguments", format!("`{name}` must be a string")))
+    args.get(name).and_then(Value::as_str).ok_or_else(|| {
+        tool_error(
+            ToolErrorKind::InvalidArguments,
+            format!("`{name}` must be a string"),
+        )
+    })
 }
 
 /// Reads an optional non-negative integer argument.
@@ -160,7 +164,7 @@ pub fn optional_u64(args: &Value, name: &str) -> Result<Option<u64>, ToolError> 
         None | Some(Value::Null) => Ok(None),
         Some(value) => value.as_u64().map(Some).ok_or_else(|| {
             tool_error(
-                "invalid_arguments",
+                ToolErrorKind::InvalidArguments,
                 format!("`{name}` must be a non-negative integer"),
             )
         }),
@@ -311,7 +315,7 @@ struct Started {
 /// blocking work is abandoned, child processes are killed on drop.
 pub async fn execute(
     registry: &ToolRegistry,
-    run: &Arc<Run>,
+    run: &Arc<dyn RunSink>,
     calls: Vec<ToolCallRequest>,
     mut next_sequence_number: impl FnMut() -> u32,
 ) -> Vec<ToolOutcome> {
@@ -320,7 +324,7 @@ pub async fn execute(
     let mut started = Vec::with_capacity(calls.len());
     let mut outcomes: Vec<Option<ToolOutcome>> = vec![None; calls.len()];
     for (index, call) in calls.into_iter().enumerate() {
-        let call_id = crate::runs::new_id("call");
+        let call_id = crate::stamps::new_id("call");
         let tool = registry.get(&call.name);
         let display = tool.as_ref().and_then(|tool| {
             std::panic::catch_unwind(AssertUnwindSafe(|| tool.display(&call.args)))
@@ -369,12 +373,12 @@ pub async fn execute(
     started
         .into_iter()
         .zip(outcomes)
-        .map(|(call, outcome)| outcome.unwrap_or_else(|| failed_task(run, call)))
+        .map(|(call, outcome)| outcome.unwrap_or_else(|| failed_task(run.as_ref(), call)))
         .collect()
 }
 
 impl ToolContext {
-    fn new(registry: &ToolRegistry, run: &Arc<Run>, call_id: &str) -> Self {
+    fn new(registry: &ToolRegistry, run: &Arc<dyn RunSink>, call_id: &str) -> Self {
         ToolContext {
             cancel: run.cancellation().child_token(),
             output: OutputSink {
@@ -390,8 +394,8 @@ impl ToolContext {
 
 /// The outcome of a call whose task failed: its `tool_result` (unless the task sent it before it
 /// failed) and a `panic` error for the model.
-fn failed_task(run: &Run, call: Started) -> ToolOutcome {
-    let error = tool_error("panic", "The tool crashed.");
+fn failed_task(run: &dyn RunSink, call: Started) -> ToolOutcome {
+    let error = tool_error(ToolErrorKind::Panic, "The tool crashed.");
     if !call.ended.load(Ordering::Acquire) {
         run.emit(EventKind::ToolResult {
             call_id: call.call_id.clone(),
@@ -418,7 +422,7 @@ async fn run_call(
     call: ToolCallRequest,
     call_id: String,
     context: ToolContext,
-    run: Arc<Run>,
+    run: Arc<dyn RunSink>,
     limits: CallLimits,
     ended: Arc<AtomicBool>,
 ) -> ToolOutcome {
@@ -426,7 +430,7 @@ async fn run_call(
         result,
         duration_ms,
         refused,
-    } = approve_and_call(tool, &call, &call_id, context, &run, limits).await;
+    } = approve_and_call(tool, &call, &call_id, context, run.as_ref(), limits).await;
     let (status, output, error) = match &result {
         Ok(output) => (ToolResultStatus::Success, Some(output.clone()), None),
         Err(error) if refused => (ToolResultStatus::Denied, None, Some(error.clone())),
@@ -435,7 +439,7 @@ async fn run_call(
             ToolResultStatus::Cancelled,
             None,
             Some(tool_error(
-                "cancelled",
+                ToolErrorKind::Cancelled,
                 "The run was stopped before this tool finished.",
             )),
         ),
@@ -483,7 +487,7 @@ async fn approve_and_call(
     call: &ToolCallRequest,
     call_id: &str,
     context: ToolContext,
-    run: &Run,
+    run: &dyn RunSink,
     limits: CallLimits,
 ) -> CallEnd {
     let ended = |result, refused| CallEnd {
@@ -493,14 +497,14 @@ async fn approve_and_call(
     };
     let Some(tool) = tool else {
         let error = tool_error(
-            "unknown_tool",
+            ToolErrorKind::UnknownTool,
             format!("There is no tool named `{}`.", call.name),
         );
         return ended(Err(error), false);
     };
     let approved = match limits.policy {
         approval::Policy::Auto => Ok(()),
-        approval::Policy::Deny => Err(approval::denied("policy", None)),
+        approval::Policy::Deny => Err(approval::denied(approval::Denial::Policy, None)),
         approval::Policy::Ask => {
             approval::ask(
                 run,
@@ -514,7 +518,7 @@ async fn approve_and_call(
     };
     if let Err(error) = approved {
         // An approval that ended without an answer (the run stopped) is not a refusal.
-        let refused = error.kind == "denied";
+        let refused = error.kind == ToolErrorKind::Denied;
         return ended(Err(error), refused);
     }
     let started = Instant::now();
@@ -524,13 +528,13 @@ async fn approve_and_call(
     let result = match tokio::time::timeout(limits.timeout, future).await {
         Ok(Ok(result)) => result,
         Ok(Err(panic)) => Err(tool_error(
-            "panic",
+            ToolErrorKind::Panic,
             format!("The tool crashed: {}", panic_message(&panic)),
         )),
         Err(_) => {
             context.cancel.cancel();
             Err(tool_error(
-                "timeout",
+                ToolErrorKind::Timeout,
                 format!(
                     "The tool did not finish within {} s.",
                     limits.timeout.as_secs()

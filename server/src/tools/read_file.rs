@@ -1,5 +1,6 @@
 //! `read_file {path, start_line?, end_line?}`: a file's lines, numbered.
 
+use app::protocol::ToolErrorKind;
 use serde_json::{json, Value};
 
 use std::path::PathBuf;
@@ -59,7 +60,7 @@ impl Tool for ReadFile {
                 optional_u64(&args, "end_line")?.unwrap_or(start.saturating_add(MAX_LINES - 1));
             if end < start {
                 return Err(tool_error(
-                    "invalid_arguments",
+                    ToolErrorKind::InvalidArguments,
                     "`end_line` is before `start_line`",
                 ));
             }
@@ -91,22 +92,22 @@ fn read_text(workspace: &Workspace, requested: &str) -> Result<(PathBuf, Vec<u8>
     let path = workspace.resolve(requested)?;
     let bytes = read_regular_file(&path, MAX_FILE_BYTES).map_err(|refusal| match refusal {
         ReadRefusal::Directory => tool_error(
-            "invalid_arguments",
+            ToolErrorKind::InvalidArguments,
             format!("'{requested}' is a directory; use list_dir."),
         ),
         ReadRefusal::NotRegular => tool_error(
-            "not_a_file",
+            ToolErrorKind::NotAFile,
             format!("'{requested}' is not a regular file (a pipe, socket or device); only files can be read."),
         ),
         ReadRefusal::TooLarge(len) => tool_error(
-            "too_large",
+            ToolErrorKind::TooLarge,
             format!("'{requested}' is {len} bytes; the limit is {MAX_FILE_BYTES}."),
         ),
-        ReadRefusal::Io(error) => tool_error("io", error.to_string()),
+        ReadRefusal::Io(error) => tool_error(ToolErrorKind::Io, error.to_string()),
     })?;
     if looks_binary(&bytes) {
         return Err(tool_error(
-            "binary_file",
+            ToolErrorKind::BinaryFile,
             format!("'{requested}' is not a text file."),
         ));
     }

@@ -1,5 +1,6 @@
 //! Tools that exist only with `--enable-test-tools`, for tests and benchmarks.
 
+use app::protocol::ToolErrorKind;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -47,7 +48,7 @@ impl Tool for Sleep {
                 .filter(|seconds| (0.0..=600.0).contains(seconds))
                 .ok_or_else(|| {
                     tool_error(
-                        "invalid_arguments",
+                        ToolErrorKind::InvalidArguments,
                         "`seconds` must be a number from 0 to 600",
                     )
                 })?;
@@ -57,18 +58,20 @@ impl Tool for Sleep {
                     .arg(format!("{seconds}"))
                     .kill_on_drop(true)
                     .spawn()
-                    .map_err(|error| tool_error("io", format!("Cannot start `sleep`: {error}")))?;
+                    .map_err(|error| {
+                        tool_error(ToolErrorKind::Io, format!("Cannot start `sleep`: {error}"))
+                    })?;
                 if let Some(pid) = child.id() {
                     context.output.write(&format!("started process {pid}\n"));
                 }
                 tokio::select! {
                     status = child.wait() => {
-                        let status = status.map_err(|error| tool_error("io", error.to_string()))?;
+                        let status = status.map_err(|error| tool_error(ToolErrorKind::Io, error.to_string()))?;
                         return Ok(format!("The process exited with {status}."));
                     }
                     _ = context.cancel.cancelled() => {
                         let _ = child.kill().await;
-                        return Err(tool_error("cancelled", "Killed the process."));
+                        return Err(tool_error(ToolErrorKind::Cancelled, "Killed the process."));
                     }
                 }
             }
@@ -85,7 +88,7 @@ impl Tool for Sleep {
                 let step = (deadline - tokio::time::Instant::now()).min(Duration::from_millis(500));
                 tokio::select! {
                     _ = tokio::time::sleep(step) => {}
-                    _ = context.cancel.cancelled() => return Err(tool_error("cancelled", "Cancelled while sleeping.")),
+                    _ = context.cancel.cancelled() => return Err(tool_error(ToolErrorKind::Cancelled, "Cancelled while sleeping.")),
                 }
                 tick += 1;
                 context.output.write(&format!("tick {tick}\n"));
@@ -125,7 +128,7 @@ impl Tool for Fail {
             if args.get("panic").and_then(Value::as_bool) == Some(true) {
                 panic!("{message}");
             }
-            Err(tool_error("failed", message))
+            Err(tool_error(ToolErrorKind::Failed, message))
         })
     }
 }

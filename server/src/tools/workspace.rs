@@ -1,6 +1,7 @@
 //! The folder the built-in tools may touch. Every path is resolved (symlinks included) and refused
 //! when it lands outside.
 
+use app::protocol::ToolErrorKind;
 use std::{
     io::Read,
     path::{Path, PathBuf},
@@ -47,7 +48,7 @@ impl Workspace {
             .map(|glob| glob.trim().trim_matches('/'))
             .filter(|glob| !glob.is_empty());
         let (paths, names): (Vec<&str>, Vec<&str>) = globs.partition(|glob| glob.contains('/'));
-        let name_pattern = super::grep_search::glob_pattern;
+        let name_pattern = glob_pattern;
         let deny_names = regex::RegexSetBuilder::new(names.iter().map(|glob| name_pattern(glob)))
             .case_insensitive(true)
             .build()
@@ -111,14 +112,17 @@ impl Workspace {
             .canonicalize()
             .map_err(|error| match error.kind() {
                 std::io::ErrorKind::NotFound => tool_error(
-                    "not_found",
+                    ToolErrorKind::NotFound,
                     format!("'{requested}' does not exist in the workspace."),
                 ),
-                _ => tool_error("io", format!("Cannot open '{requested}': {error}")),
+                _ => tool_error(
+                    ToolErrorKind::Io,
+                    format!("Cannot open '{requested}': {error}"),
+                ),
             })?;
         if self.is_denied(requested_path) || self.is_denied(&real) {
             Err(tool_error(
-                "denied",
+                ToolErrorKind::Denied,
                 format!(
                     "'{requested}' is a hidden or secret file (environment, keys, version \
                      control); the tools do not read it."
@@ -128,7 +132,7 @@ impl Workspace {
             Ok(real)
         } else {
             Err(tool_error(
-                "outside_workspace",
+                ToolErrorKind::OutsideWorkspace,
                 format!("'{requested}' is outside the workspace; only files under it can be read."),
             ))
         }
@@ -199,6 +203,30 @@ pub fn is_skipped_dir(name: &str) -> bool {
         )
 }
 
+/// The regular expression, anchored, that matches what `glob` matches.
+pub(super) fn glob_pattern(glob: &str) -> String {
+    let mut pattern = String::from("^");
+    let mut chars = glob.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '*' if chars.peek() == Some(&'*') => {
+                chars.next();
+                if chars.peek() == Some(&'/') {
+                    chars.next();
+                    pattern.push_str("(?:.*/)?");
+                } else {
+                    pattern.push_str(".*");
+                }
+            }
+            '*' => pattern.push_str("[^/]*"),
+            '?' => pattern.push_str("[^/]"),
+            other => pattern.push_str(&regex::escape(&other.to_string())),
+        }
+    }
+    pattern.push('$');
+    pattern
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -222,17 +250,18 @@ mod tests {
         for escape in ["../", "/etc/passwd", "link.txt"] {
             let error = workspace.resolve(escape).expect_err(escape);
             assert!(
-                error.kind == "outside_workspace" || error.kind == "not_found",
+                error.kind == ToolErrorKind::OutsideWorkspace
+                    || error.kind == ToolErrorKind::NotFound,
                 "{escape}: {error:?}"
             );
         }
         assert_eq!(
             workspace.resolve("link.txt").map_err(|e| e.kind),
-            Err("outside_workspace".to_owned())
+            Err(ToolErrorKind::OutsideWorkspace)
         );
         assert_eq!(
             workspace.resolve("missing").map_err(|e| e.kind),
-            Err("not_found".to_owned())
+            Err(ToolErrorKind::NotFound)
         );
     }
 
@@ -261,7 +290,7 @@ mod tests {
             ".git",
         ] {
             let refused = workspace.resolve(file).map_err(|e| e.kind);
-            assert_eq!(refused, Err("denied".to_owned()), "{file}");
+            assert_eq!(refused, Err(ToolErrorKind::Denied), "{file}");
         }
         assert!(workspace.resolve("notes.md").is_ok());
         assert!(workspace.resolve("certs").is_ok());

@@ -2,6 +2,7 @@
 //! become `tool_call_update` events, and which is cancelled (`notifications/cancelled`) when the
 //! run stops or the call times out. The run never waits for the server to agree.
 
+use app::protocol::ToolErrorKind;
 use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
@@ -94,7 +95,7 @@ async fn call(
 ) -> Result<String, ToolError> {
     let unavailable = |why: String| {
         tool_error(
-            "mcp_unavailable",
+            ToolErrorKind::McpUnavailable,
             format!("The MCP server `{}` is not available: {why}", server.name),
         )
     };
@@ -107,7 +108,7 @@ async fn call(
         Value::Null => None,
         _ => {
             return Err(tool_error(
-                "invalid_arguments",
+                ToolErrorKind::InvalidArguments,
                 "The arguments must be a JSON object.",
             ))
         }
@@ -139,7 +140,7 @@ async fn call(
             answer = &mut rx => break answer,
             Some(report) = progress.next() => report_progress(&context, report),
             _ = context.cancel.cancelled() => {
-                return Err(tool_error("cancelled", "The call was cancelled."));
+                return Err(tool_error(ToolErrorKind::Cancelled, "The call was cancelled."));
             }
         }
     };
@@ -160,18 +161,19 @@ fn to_result(
         Ok(ServerResult::CallToolResult(result)) => content::to_output(result),
         Ok(ServerResult::EmptyResult(_)) => Ok(String::new()),
         Ok(_) => Err(tool_error(
-            "mcp_error",
+            ToolErrorKind::McpError,
             "The MCP server answered with something other than a tool result.",
         )),
         // The server's own message; anything else is the library's, for the log only.
-        Err(rmcp::ServiceError::McpError(error)) => {
-            Err(tool_error("mcp_error", error.message.into_owned()))
-        }
+        Err(rmcp::ServiceError::McpError(error)) => Err(tool_error(
+            ToolErrorKind::McpError,
+            error.message.into_owned(),
+        )),
         Err(error) => {
             let error = server.loggable(&error);
             tracing::warn!(server = %server.name, %error, "an MCP call failed");
             Err(tool_error(
-                "mcp_error",
+                ToolErrorKind::McpError,
                 "The MCP server did not answer the call properly.",
             ))
         }

@@ -3,6 +3,7 @@
 //! run sanitizes and truncates it like every tool result.
 
 use app::protocol::ToolError;
+use app::protocol::ToolErrorKind;
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
 
 use crate::tools::tool_error;
@@ -21,7 +22,7 @@ pub fn to_output(result: CallToolResult) -> Result<String, ToolError> {
         } else {
             text
         };
-        return Err(tool_error("tool_error", message));
+        return Err(tool_error(ToolErrorKind::ToolError, message));
     }
     Ok(text)
 }
@@ -88,6 +89,6 @@ mod tests {
         );
         let failed = CallToolResult::error(vec![ContentBlock::text("no such file")]);
         let error = to_output(failed).err().map(|error| error.kind);
-        assert_eq!(error.as_deref(), Some("tool_error"));
+        assert_eq!(error, Some(ToolErrorKind::ToolError));
     }
 }

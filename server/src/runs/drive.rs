@@ -1,0 +1,191 @@
+//! A run's own task: its agent races cancellation and the run's time limit, then the run closes,
+//! its trace is stored (retried while the store fails) and only then is its end published.
+
+use std::{sync::Arc, time::Duration};
+
+use app::protocol::{CancelledBy, ErrorCode, Message};
+
+use super::engine::{Engine, RunSlot};
+use super::{Overflow, Run, RunEnding};
+use crate::{
+    agents::{Agent, AgentOutcome, RunContext},
+    error::Result,
+    stamps::now_rfc3339,
+    store::{FinishedTrace, ModelTurn},
+};
+
+/// A finished run stays in memory this long for late subscribers, then they read the store.
+const FINISHED_RUN_GRACE: Duration = Duration::from_secs(60);
+/// A trace that could not be stored is written again after this, then twice as long each time.
+const FINISH_RETRY_FIRST: Duration = Duration::from_millis(100);
+const FINISH_RETRY_MAX: Duration = Duration::from_secs(5);
+
+impl Engine {
+    /// The run's own task: the agent races cancellation and the run timeout; then the trace
+    /// closes. The slot is given back when the trace is stored.
+    pub(super) async fn drive(
+        self: Arc<Self>,
+        run: Arc<Run>,
+        context: RunContext,
+        agent: Result<Arc<dyn Agent>>,
+        _slot: RunSlot,
+    ) {
+        let ending = match agent {
+            Err(error) => RunEnding::Failed {
+                code: ErrorCode::UnknownModel,
+                error: error.public_message(),
+            },
+            Ok(agent) => self.run_agent(&run, agent.as_ref(), &context).await,
+        };
+        let model_turns = context.take_model_turns();
+        drop(context);
+
+        // The checkpointer's last write lands before the final one, so nothing is written twice.
+        self.checkpointer.untrack(&run.run_id).await;
+
+        let message = run.close(&ending);
+        let events = run.all_events();
+        self.store_trace(&run, &ending, &message, &events, &model_turns)
+            .await;
+        run.publish_end();
+        tracing::info!(
+            run_id = %run.run_id,
+            status = message.status.as_str(),
+            events = events.len(),
+            duration_ms = run.started_at.elapsed().as_millis() as u64,
+            "run ended"
+        );
+        self.linger(run);
+    }
+
+    /// Runs the agent until it finishes, the run is cancelled or its time is up. The agent's
+    /// future is dropped on return: its model request and tool calls with it.
+    async fn run_agent(&self, run: &Run, agent: &dyn Agent, context: &RunContext) -> RunEnding {
+        let outcome = tokio::select! {
+            // Cancellation first: when Stop lands as the agent finishes, Stop wins.
+            biased;
+            _ = run.cancellation().cancelled() => None,
+            _ = out_of_time(run, self.run_timeout) => {
+                let limit = self.run_timeout.as_secs();
+                run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {limit} s."));
+                None
+            }
+            outcome = agent.run(context) => Some(outcome),
+        };
+        // A tool that saw the cancellation can let the agent finish in the same instant; a run
+        // asked to stop still ends as stopped.
+        if run.cancellation().is_cancelled() {
+            return self.why_stopped(run);
+        }
+        match outcome {
+            Some(AgentOutcome::Completed) => RunEnding::Completed,
+            Some(AgentOutcome::Failed { code, message }) => RunEnding::Failed {
+                code,
+                error: message,
+            },
+            None => self.why_stopped(run),
+        }
+    }
+
+    /// Stores the finished trace before its end is published, however long that takes: a run
+    /// whose trace cannot be written (a full disk) stays in memory, its stream open, and is
+    /// retried with backoff while `/healthz` reports the failing writes.
+    async fn store_trace(
+        &self,
+        run: &Run,
+        ending: &RunEnding,
+        message: &Message,
+        events: &[Arc<str>],
+        model_turns: &[ModelTurn],
+    ) {
+        let (cancelled_by, reason, error_code) = match ending {
+            RunEnding::Completed => (None, None, None),
+            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
+            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code)),
+        };
+        // The trace keeps the reason apart from the events: cleaned as the events' copy is.
+        let reason = reason.map(|mut reason| {
+            crate::sanitize::sanitize_text(&mut reason);
+            reason
+        });
+        let completed_at = now_rfc3339();
+        let finished = || FinishedTrace {
+            trace_id: &run.trace_id,
+            message,
+            completed_at: &completed_at,
+            // The same figure the message carries (its footer shows it).
+            duration_ms: message
+                .duration_ms
+                .unwrap_or_else(|| run.started_at.elapsed().as_millis() as u64),
+            cancelled_by,
+            reason: reason.as_deref(),
+            error_code,
+            events,
+            model_turns,
+        };
+        let mut delay = FINISH_RETRY_FIRST;
+        while let Err(error) = self.store.finish_run(finished()).await {
+            tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
+            self.set_unstored(&run.run_id, Some(error.to_string()));
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(FINISH_RETRY_MAX);
+        }
+        self.set_unstored(&run.run_id, None);
+    }
+
+    /// Late subscribers read an ended run from memory for a while; a run that outgrew a cap, or
+    /// any past half the memory budget, leaves at once, and they read the stored trace.
+    fn linger(self: Arc<Self>, run: Arc<Run>) {
+        if run.overflowed().is_some() || self.budget.used() > self.budget.limit() / 2 {
+            self.runs().remove(&run.run_id);
+            return;
+        }
+        let engine = self.clone();
+        self.tasks.spawn(async move {
+            tokio::time::sleep(FINISHED_RUN_GRACE).await;
+            engine.runs().remove(&run.run_id);
+        });
+    }
+
+    /// How a run ended that its agent did not finish: its log outgrew a limit, or it was
+    /// cancelled (by the user, the time limit or a shutdown).
+    fn why_stopped(&self, run: &Run) -> RunEnding {
+        match run.overflowed() {
+            Some(Overflow::RunTooLarge) => RunEnding::Failed {
+                code: ErrorCode::RunTooLarge,
+                error: format!(
+                    "The run produced more than {} MiB of events and was stopped.",
+                    super::MAX_RUN_LOG_BYTES >> 20
+                ),
+            },
+            Some(Overflow::MemoryExhausted) => RunEnding::Failed {
+                code: ErrorCode::MemoryExhausted,
+                error: format!(
+                    "The server's memory for runs ({} MiB) was used up; the run was stopped.",
+                    self.budget.limit() >> 20
+                ),
+            },
+            None => {
+                let (by, reason) = run
+                    .cancel_request()
+                    .unwrap_or((CancelledBy::User, "Stopped.".to_owned()));
+                RunEnding::Cancelled { by, reason }
+            }
+        }
+    }
+}
+
+/// Resolves once the run has used `limit`, not counting the time it waited for a person to
+/// approve or deny a call (that wait has its own, optional, timeout).
+async fn out_of_time(run: &Run, limit: Duration) {
+    loop {
+        let used = run
+            .started_at
+            .elapsed()
+            .saturating_sub(run.time_waiting_for_people());
+        match limit.checked_sub(used) {
+            Some(left) if !left.is_zero() => tokio::time::sleep(left).await,
+            _ => return,
+        }
+    }
+}
