@@ -5,6 +5,7 @@
 #![warn(clippy::too_many_lines)]
 
 pub mod api;
+pub mod client;
 pub mod components;
 pub mod json;
 pub mod models;

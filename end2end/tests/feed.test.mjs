@@ -7,6 +7,7 @@ import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
 
 const PARAGRAPHS = Array.from({ length: 8 }, (_, i) => `Paragraph ${i + 1} of a long answer, written slowly.`);
+const THOUGHT = `First, the part to select: ${'a steady sentence. '.repeat(3).trim()}\n\n${'More thinking streams after it. '.repeat(40).trim()}`;
 
 let server;
 let browser;
@@ -23,6 +24,7 @@ before(async () => {
         { tool_calls: [{ name: 'sleep', args: { seconds: 0.2 } }] },
         { text: PARAGRAPHS.join('\n\n') },
       ] },
+      thinking: { delta_chars: 4, delta_interval_ms: 20, steps: [{ reasoning: [THOUGHT] }, { text: 'Thought it through.' }] },
     },
   });
   browser = await launchBrowser();
@@ -74,27 +76,64 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
   const { page, context, problems } = await newChat('scenario:paragraphs');
   await send(page, 'Write slowly');
   await page.locator('.message.assistant .markdown p', { hasText: 'Paragraph 2' }).waitFor();
-  // Mark the article, the tool block and the first paragraph as they stream.
+  // Mark the article and the tool block, and watch every paragraph: once a paragraph is no longer
+  // the last one, its element must stay until the end.
   await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
     article.__mark = 'article';
     article.querySelector('details.tool-call').__mark = 'tool';
-    article.querySelector('.markdown p').__mark = 'first';
-    window.__firstTextNodes = [];
-    new MutationObserver((records) => {
-      for (const record of records) {
-        for (const node of record.removedNodes) if (node.nodeType === 1 && node.matches?.('p') && node.__mark) window.__firstTextNodes.push(node.__mark);
-      }
-    }).observe(article, { childList: true, subtree: true });
+    window.__kept = [];
+    window.__redrawn = [];
+    const watch = () => {
+      const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
+      paragraphs.slice(0, -1).forEach((p, index) => {
+        if (window.__kept[index] && window.__kept[index] !== p) window.__redrawn.push(`paragraph ${index + 1}`);
+        window.__kept[index] = p;
+      });
+    };
+    watch();
+    new MutationObserver(watch).observe(article, { childList: true, subtree: true, characterData: true });
   });
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   const marks = await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
-    return [article.__mark, article.querySelector('details.tool-call').__mark, article.querySelector('.markdown p').__mark, window.__firstTextNodes];
+    const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
+    const replaced = window.__kept.flatMap((p, index) => (paragraphs[index] === p ? [] : [`paragraph ${index + 1}`]));
+    return [article.__mark, article.querySelector('details.tool-call').__mark, window.__kept.length, window.__redrawn, replaced];
   });
-  assert.deepEqual(marks, ['article', 'tool', 'first', []], 'nothing was replaced, the first paragraph never redrawn');
+  assert.deepEqual(
+    marks,
+    ['article', 'tool', PARAGRAPHS.length - 1, [], []],
+    'nothing was replaced; no paragraph but the last was redrawn once another followed it',
+  );
   assert.equal(await page.locator('.message.assistant .markdown p').count(), PARAGRAPHS.length);
   assert.equal(await page.locator('.message.assistant .message-text').innerText(), PARAGRAPHS.join('\n\n'));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a selection in a streaming reasoning part is still there after 50 more deltas', async () => {
+  const { page, context, problems } = await newChat('scenario:thinking');
+  await send(page, 'Think it through');
+  await page.locator('.reasoning.live .live-part p', { hasText: 'More thinking' }).waitFor();
+  // The person selects the part's first paragraph while the part goes on streaming.
+  const selected = await page.evaluate(() => {
+    const part = document.querySelector('.reasoning.live .live-part');
+    const range = document.createRange();
+    range.selectNodeContents(part.querySelector('p'));
+    getSelection().removeAllRanges();
+    getSelection().addRange(range);
+    window.__lengthAtSelection = part.textContent.length;
+    return getSelection().toString();
+  });
+  assert.match(selected, /^First, the part to select: a steady sentence\./);
+  // 50 deltas of 4 characters later (the part is still streaming)...
+  await page.waitForFunction(() => document.querySelector('.reasoning.live .live-part').textContent.length >= window.__lengthAtSelection + 200);
+  const after = await page.evaluate(() => [getSelection().toString(), getSelection().anchorNode?.isConnected ?? false]);
+  assert.equal(await page.locator('.reasoning.live .live-part:not(.complete)').count(), 1, 'measured while the part streams');
+  // ...the same text is selected, in the same nodes.
+  assert.deepEqual(after, [selected, true]);
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });

@@ -68,9 +68,9 @@ fn ApprovalRequest(call_id: String, state: Option<ChatState>) -> impl IntoView {
             let call_id = call_id.clone();
             leptos::task::spawn_local(async move {
                 if let Err(error) =
-                    super::live::answer_approval(&run_id, &call_id, decision, reason).await
+                    crate::client::answer_approval(&run_id, &call_id, decision, reason).await
                 {
-                    problem.set(Some(error));
+                    problem.set(Some(format!("The answer was not taken: {error}")));
                 }
                 sending.set(false);
             });

@@ -77,7 +77,7 @@ pub fn send_message(state: ChatState, content: String) {
         state.connection_error.set(None);
         let conversation = state.conversation_id.get_untracked();
         let model = state.model.get_untracked();
-        match browser::start_chat(conversation.clone(), content.clone(), model).await {
+        match crate::client::start_chat(conversation.clone(), content.clone(), model).await {
             Ok(started) => {
                 state.conversations_changed.update(|n| *n += 1);
                 if conversation.is_none() {
@@ -89,7 +89,7 @@ pub fn send_message(state: ChatState, content: String) {
                     return;
                 }
                 state.push_user(started.user_message_id, content);
-                super::live::follow_run(
+                super::live::browser::follow_run(
                     state,
                     super::live::LiveRun {
                         run_id: started.run_id,
@@ -97,54 +97,9 @@ pub fn send_message(state: ChatState, content: String) {
                     },
                 );
             }
-            Err(message) => state.connection_error.set(Some(message)),
+            Err(error) => state.connection_error.set(Some(error.to_string())),
         }
     });
     #[cfg(not(feature = "hydrate"))]
     let _ = (state, content);
-}
-
-#[cfg(feature = "hydrate")]
-mod browser {
-    use serde::Deserialize;
-
-    #[derive(Deserialize)]
-    pub struct Started {
-        pub run_id: String,
-        pub conversation_id: String,
-        pub user_message_id: String,
-        pub message_id: String,
-    }
-
-    #[derive(Deserialize)]
-    struct ApiError {
-        message: String,
-    }
-
-    /// `POST /api/chat` in JSON mode: the run's ids.
-    pub async fn start_chat(
-        conversation_id: Option<String>,
-        content: String,
-        model: String,
-    ) -> Result<Started, String> {
-        let body = serde_json::json!({ "conversation_id": conversation_id, "content": content, "model": model });
-        let response = gloo_net::http::Request::post("/api/chat")
-            .header("Accept", "application/json")
-            .json(&body)
-            .map_err(|error| error.to_string())?
-            .send()
-            .await
-            .map_err(|error| format!("Could not reach the server: {error}"))?;
-        if response.ok() {
-            crate::json::read(&response)
-                .await
-                .map_err(|error| error.to_string())
-        } else {
-            let status = response.status();
-            match crate::json::read::<ApiError>(&response).await {
-                Ok(error) => Err(error.message),
-                Err(_) => Err(format!("The server answered {status}")),
-            }
-        }
-    }
 }

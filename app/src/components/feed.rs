@@ -480,6 +480,30 @@ impl SseSource {
     }
 }
 
+/// A followed run: its feed and the stream feeding it. Dropping it closes both.
+#[cfg(feature = "hydrate")]
+pub struct Following {
+    feed: Feed,
+    _source: SseSource,
+}
+
+#[cfg(feature = "hydrate")]
+impl Following {
+    pub fn new(feed: Feed, source: SseSource) -> Self {
+        Following {
+            feed,
+            _source: source,
+        }
+    }
+}
+
+#[cfg(feature = "hydrate")]
+impl Drop for Following {
+    fn drop(&mut self) {
+        self.feed.close();
+    }
+}
+
 #[cfg(feature = "hydrate")]
 impl Drop for SseSource {
     fn drop(&mut self) {

@@ -64,7 +64,7 @@ pub struct ChatState {
     owner: StoredValue<Option<Owner>>,
     /// The feed and stream of the run being followed; dropped (closed) with the view.
     #[cfg(feature = "hydrate")]
-    following: StoredValue<Option<browser::Following>, LocalStorage>,
+    following: StoredValue<Option<super::feed::Following>, LocalStorage>,
 }
 
 impl ChatState {
@@ -170,34 +170,20 @@ fn find_assistant(entries: &[Entry], message_id: &str) -> Option<MessageModel> {
     })
 }
 
+/// Following a run, in the browser.
 #[cfg(feature = "hydrate")]
-pub use browser::{answer_approval, follow_run, stop_following, stop_run};
-
-#[cfg(feature = "hydrate")]
-mod browser {
+pub mod browser {
     use leptos::prelude::*;
 
     use super::{ChatState, LiveRun};
-    use crate::components::feed::{Feed, SseSource};
-
-    /// A followed run: its feed and the stream feeding it. Dropping it closes both.
-    pub struct Following {
-        feed: Feed,
-        _source: SseSource,
-    }
-
-    impl Drop for Following {
-        fn drop(&mut self) {
-            self.feed.close();
-        }
-    }
+    use crate::components::feed::{Feed, Following, SseSource};
 
     /// Follows `run` until its terminal event, replacing any run followed before.
     pub fn follow_run(state: ChatState, run: LiveRun) {
         stop_following(state);
         let model = state.assistant_model(&run.message_id);
         let feed = Feed::new(model).on_end(move || state.run_ended());
-        let url = format!("/api/runs/{}/events", run.run_id);
+        let url = crate::client::run_events(&run.run_id);
         let lost = move || {
             state
                 .connection_error
@@ -206,10 +192,9 @@ mod browser {
         state.live_run.set(Some(run));
         state.connection_error.set(None);
         match SseSource::open(&url, feed.clone(), lost) {
-            Some(source) => state.following.set_value(Some(Following {
-                feed,
-                _source: source,
-            })),
+            Some(source) => state
+                .following
+                .set_value(Some(Following::new(feed, source))),
             None => state
                 .connection_error
                 .set(Some("Could not connect to the run's event stream.".into())),
@@ -222,45 +207,5 @@ mod browser {
         let _ = state
             .following
             .try_update_value(|following| following.take());
-    }
-
-    /// Approves or denies a call; the stream then brings `tool_approval_resolved`. 409: someone
-    /// answered first, and their answer is on its way.
-    pub async fn answer_approval(
-        run_id: &str,
-        call_id: &str,
-        decision: crate::protocol::ApprovalDecision,
-        reason: Option<String>,
-    ) -> Result<(), String> {
-        let body = serde_json::json!({ "decision": decision, "reason": reason });
-        let request =
-            gloo_net::http::Request::post(&format!("/api/runs/{run_id}/approvals/{call_id}"))
-                .json(&body)
-                .map_err(|error| error.to_string())?;
-        post_to_run(request, "The answer was not taken").await
-    }
-
-    /// Asks the server to stop the run; the stream then brings `message_cancelled`.
-    pub async fn stop_run(run_id: String) -> Result<(), String> {
-        let request = gloo_net::http::Request::post(&format!("/api/runs/{run_id}/cancel")).build();
-        post_to_run(
-            request.map_err(|error| error.to_string())?,
-            "Stopping failed",
-        )
-        .await
-    }
-
-    /// Sends a request about a run. 409 is fine: what it asked for has already happened (the
-    /// run ended, someone answered first), and the stream brings it.
-    async fn post_to_run(request: gloo_net::http::Request, failure: &str) -> Result<(), String> {
-        let response = request
-            .send()
-            .await
-            .map_err(|error| format!("Could not reach the server: {error}"))?;
-        if response.ok() || response.status() == 409 {
-            Ok(())
-        } else {
-            Err(format!("{failure} ({})", response.status()))
-        }
     }
 }

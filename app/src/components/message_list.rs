@@ -324,9 +324,9 @@ fn MessageFooter(
                 <details class="menu export-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
                     <summary class="footer-action">"Export"</summary>
                     <div class="menu-items" role="menu">
-                        <a role="menuitem" href=format!("/api/traces/{trace_id}/inspector.json") target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
-                        <a role="menuitem" href=move || format!("/thoughtflow/{}.json", conversation()) target="_blank" rel="external noopener">"ThoughtFlow JSON (conversation)"</a>
-                        <a role="menuitem" href=move || format!("/thoughtflow/{}.d2", conversation()) target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
+                        <a role="menuitem" href=crate::client::trace_inspector(&trace_id) target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
+                        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "json") target="_blank" rel="external noopener">"ThoughtFlow JSON (conversation)"</a>
+                        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "d2") target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
                     </div>
                 </details>
             </span>
@@ -375,8 +375,10 @@ fn RunControls(state: ChatState) -> impl IntoView {
             stopping.set(true);
             #[cfg(feature = "hydrate")]
             leptos::task::spawn_local(async move {
-                if let Err(error) = super::live::stop_run(run.run_id).await {
-                    state.connection_error.set(Some(error));
+                if let Err(error) = crate::client::stop_run(&run.run_id).await {
+                    state
+                        .connection_error
+                        .set(Some(format!("Stopping failed: {error}")));
                 }
                 stopping.set(false);
             });
@@ -422,7 +424,7 @@ fn RunControls(state: ChatState) -> impl IntoView {
 fn reattach(state: ChatState) {
     #[cfg(feature = "hydrate")]
     if let Some(run) = state.live_run.get_untracked() {
-        super::live::follow_run(state, run);
+        super::live::browser::follow_run(state, run);
     }
     #[cfg(not(feature = "hydrate"))]
     let _ = state;

@@ -1,5 +1,7 @@
 //! How a message's blocks look, live and stored alike. Model and tool text is only ever inserted as text, never as HTML.
 
+use std::sync::Arc;
+
 use leptos::prelude::*;
 
 use super::feed::MessageModel;
@@ -141,14 +143,51 @@ fn block_view(
             view! { <ReasoningSegment segment=reasoning.into() live=streaming /> }.into_any()
         }
         Segment::ToolCall(_) => {
+            // The call without its output, which grows every frame while it runs: the output is
+            // read in place from the block's signal (`OutputText`), never copied whole.
+            let segment = RwSignal::from(segment);
             let call = Memo::new(move |_| {
                 segment.with(|segment| match segment {
-                    Segment::ToolCall(call) => call.clone(),
+                    Segment::ToolCall(call) => without_output(call),
                     _ => ToolCall::default(),
                 })
             });
-            view! { <ToolCallSegment call=call.into() streaming tool_count /> }.into_any()
+            let output = OutputText(segment);
+            view! { <ToolCallSegment call=call.into() output streaming tool_count /> }.into_any()
         }
+    }
+}
+
+/// A copy of a call's record with an empty output.
+fn without_output(call: &ToolCall) -> ToolCall {
+    ToolCall {
+        call_id: call.call_id.clone(),
+        sequence_number: call.sequence_number,
+        name: call.name.clone(),
+        display: call.display.clone(),
+        args: call.args.clone(),
+        status: call.status,
+        output: String::new(),
+        truncated: call.truncated,
+        full_length: call.full_length,
+        error: call.error.clone(),
+        progress: call.progress.clone(),
+        approval: call.approval.clone(),
+        started_at: call.started_at.clone(),
+        duration_ms: call.duration_ms,
+    }
+}
+
+/// A tool call's output, read in place from its block's signal.
+#[derive(Clone, Copy)]
+pub struct OutputText(RwSignal<Segment>);
+
+impl OutputText {
+    fn with<R>(&self, read: impl FnOnce(&str) -> R) -> R {
+        self.0.with(|segment| match segment {
+            Segment::ToolCall(call) => read(&call.output),
+            _ => read(""),
+        })
     }
 }
 
@@ -226,30 +265,59 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
     .into_any()
 }
 
-/// Live reasoning parts in order; a part is drawn again only while its text changes.
+/// Live reasoning parts in order, keyed by their index: a part's element stays while its text
+/// grows, and its markdown is cut into stable pieces as an answer's is, so only the last piece is
+/// parsed and drawn again per frame (a selection in an earlier piece stays).
 #[component]
 fn LiveReasoning(segment: Signal<Reasoning>) -> impl IntoView {
     let settings = use_settings();
-    let parts = move || {
+    let indexes = move || {
         segment.with(|segment| {
             segment
                 .parts
                 .iter()
-                .map(|part| (part.summary_index, part.is_complete, part.text.clone()))
+                .map(|part| part.summary_index)
                 .collect::<Vec<_>>()
         })
     };
     view! {
         <div class="segment reasoning live" aria-label="Reasoning" hidden=move || settings.get().mode == DisplayMode::Minimal>
-            <For each=parts key=|part| part.clone() let:part>
-                <div class="reasoning-part live-part" class:complete=part.1>
-                    {(!part.1).then(|| view! { <span class="spinner" role="img" aria-label="thinking"></span> })}
-                    <Markdown text=part.2 />
-                </div>
+            <For each=indexes key=|index| *index let:index>
+                <LivePart segment index />
             </For>
         </div>
     }
     .into_any()
+}
+
+/// One live reasoning part: a spinner until it completes, and its text as streaming markdown.
+#[component]
+fn LivePart(segment: Signal<Reasoning>, index: u32) -> impl IntoView {
+    let complete = Memo::new(move |_| {
+        segment.with(|segment| with_part(segment, index, |part| part.is_complete))
+    });
+    let text = Memo::new(move |_| {
+        segment.with(|segment| with_part(segment, index, |part| part.text.clone()))
+    });
+    view! {
+        <div class="reasoning-part live-part" class:complete=complete>
+            {move || (!complete.get()).then(|| view! { <span class="spinner" role="img" aria-label="thinking"></span> })}
+            <StreamingMarkdown text />
+        </div>
+    }
+}
+
+fn with_part<R: Default>(
+    segment: &Reasoning,
+    index: u32,
+    read: impl FnOnce(&crate::protocol::ReasoningPart) -> R,
+) -> R {
+    segment
+        .parts
+        .iter()
+        .find(|part| part.summary_index == index)
+        .map(read)
+        .unwrap_or_default()
 }
 
 /// Whether the `<details>` a `toggle` event came from is now open (`None` on the server).
@@ -289,6 +357,7 @@ pub(crate) fn status_class(status: ToolCallStatus) -> &'static str {
 #[component]
 pub fn ToolCallSegment(
     call: Signal<ToolCall>,
+    output: OutputText,
     streaming: Signal<bool>,
     tool_count: Signal<usize>,
 ) -> impl IntoView {
@@ -347,7 +416,6 @@ pub fn ToolCallSegment(
             .map(|message| view! { <p class="tool-error">{message}</p> })
     };
     let args = Memo::new(move |_| call.with(|c| pretty_args(&c.args)));
-    let output = Memo::new(move |_| call.with(|c| c.output.clone()));
     let truncation =
         move || {
             call.with(|c| c.truncated.then_some(c.full_length)).map(|full| {
@@ -432,49 +500,24 @@ fn tool_status(status: ToolCallStatus, duration: Option<String>) -> AnyView {
 /// A tool's output: in full in verbose mode; otherwise a preview when it is long, with a control
 /// to see it all. The output may grow while the call runs; "Show all" stays pressed.
 #[component]
-fn ToolOutput(#[prop(into)] output: Signal<String>) -> impl IntoView {
+fn ToolOutput(output: OutputText) -> impl IntoView {
     let settings = use_settings();
     let show_all = RwSignal::new(false);
+    // What is shown, copied once per change (the text node needs its own); the notice when cut.
     let shown = Memo::new(move |_| {
         let settings = settings.get();
-        output.with(|output| {
-            if show_all.get() || settings.mode == DisplayMode::Verbose {
-                return (output.clone(), None);
-            }
-            let by_lines = output
-                .char_indices()
-                .filter(|(_, c)| *c == '\n')
-                .nth(settings.auto_collapse_output_lines.saturating_sub(1) as usize)
-                .map(|(index, _)| &output[..index]);
-            let by_chars =
-                crate::protocol::shorten_chars(output, settings.output_preview_chars as usize);
-            let preview = match (by_lines, by_chars) {
-                (Some(a), Some(b)) => Some(if a.len() < b.len() { a } else { b }),
-                (a, b) => a.or(b),
-            };
-            match preview {
-                Some(preview) => {
-                    let notice = format!(
-                        "Showing {} of {} chars",
-                        group(preview.chars().count()),
-                        group(output.chars().count())
-                    );
-                    (preview.to_owned(), Some(notice))
-                }
-                None => (output.clone(), None),
-            }
-        })
+        let whole = show_all.get() || settings.mode == DisplayMode::Verbose;
+        output.with(|output| shown_output(output, whole, &settings))
     });
     view! {
         <div class="tool-section">
             <div class="tool-label">"Output"</div>
             // `<code>` first: the HTML parser drops a newline right after `<pre>`, which would
             // leave the hydrated DOM without the text node the view expects.
-            <pre class="tool-output"><code>{move || shown.get().0}</code></pre>
+            <pre class="tool-output"><code>{move || shown.with(|shown| shown.0.clone())}</code></pre>
             {move || {
                 shown
-                    .get()
-                    .1
+                    .with(|shown| shown.1.clone())
                     .map(|notice| {
                         view! {
                             <p class="preview-notice">
@@ -490,6 +533,39 @@ fn ToolOutput(#[prop(into)] output: Signal<String>) -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// The output as shown: whole, or a preview when it is long (by lines or characters, whichever
+/// is shorter) with a notice saying how much of it.
+fn shown_output(
+    output: &str,
+    whole: bool,
+    settings: &crate::settings::Settings,
+) -> (Arc<str>, Option<String>) {
+    if whole {
+        return (Arc::from(output), None);
+    }
+    let by_lines = output
+        .char_indices()
+        .filter(|(_, c)| *c == '\n')
+        .nth(settings.auto_collapse_output_lines.saturating_sub(1) as usize)
+        .map(|(index, _)| &output[..index]);
+    let by_chars = crate::protocol::shorten_chars(output, settings.output_preview_chars as usize);
+    let preview = match (by_lines, by_chars) {
+        (Some(a), Some(b)) => Some(if a.len() < b.len() { a } else { b }),
+        (a, b) => a.or(b),
+    };
+    match preview {
+        Some(preview) => {
+            let notice = format!(
+                "Showing {} of {} chars",
+                group(preview.chars().count()),
+                group(output.chars().count())
+            );
+            (Arc::from(preview), Some(notice))
+        }
+        None => (Arc::from(output), None),
+    }
 }
 
 /// 4523 -> "4,523"

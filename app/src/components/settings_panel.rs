@@ -53,7 +53,7 @@ pub fn SettingsPanel() -> impl IntoView {
             </label>
         }
     };
-    super::close_on_escape(open);
+    super::escape::close_on_escape(open);
     view! {
         <div class="settings">
             <button

@@ -4,19 +4,8 @@
 //! from the REST API (`/api/traces/{id}/shares`); the server renders the empty panel.
 
 use leptos::prelude::*;
-use serde::Deserialize;
 
-/// One link as `GET /api/traces/{id}/shares` lists it.
-#[derive(Clone, Debug, PartialEq, Deserialize)]
-pub struct ShareLink {
-    pub token: String,
-    pub created_at: String,
-    /// The page it opens, relative to this server.
-    pub path: String,
-    /// Whether it shows the conversation before its turn (in the model turns' requests).
-    #[serde(default)]
-    pub include_history: bool,
-}
+use crate::client::ShareLink;
 
 #[component]
 pub fn SharePanel(trace_id: String) -> impl IntoView {
@@ -101,10 +90,9 @@ fn ShareRow(
 
 #[cfg(feature = "hydrate")]
 mod browser {
-    use gloo_net::http::Request;
     use leptos::prelude::*;
 
-    use super::ShareLink;
+    use crate::client::{self, ShareLink};
 
     pub fn absolute(path: &str) -> String {
         let origin = window().location().origin().unwrap_or_default();
@@ -115,41 +103,15 @@ mod browser {
         let _ = window().navigator().clipboard().write_text(text);
     }
 
-    fn url(trace_id: &str) -> String {
-        format!("/api/traces/{trace_id}/shares")
-    }
-
-    /// The error's message from the API's `{code, message}` body, or the status.
-    async fn failure(response: gloo_net::http::Response) -> String {
-        #[derive(serde::Deserialize)]
-        struct Body {
-            message: String,
-        }
-        match crate::json::read::<Body>(&response).await {
-            Ok(body) => body.message,
-            Err(_) => format!("the server answered {}", response.status()),
-        }
-    }
-
     pub fn load(
         trace_id: String,
         links: RwSignal<Vec<ShareLink>>,
         error: RwSignal<Option<String>>,
     ) {
         leptos::task::spawn_local(async move {
-            let answer = match Request::get(&url(&trace_id)).send().await {
-                Ok(response) if response.ok() => {
-                    crate::json::read::<Vec<ShareLink>>(&response).await.ok()
-                }
-                Ok(response) => {
-                    error.set(Some(failure(response).await));
-                    return;
-                }
-                Err(_) => None,
-            };
-            match answer {
-                Some(list) => links.set(list),
-                None => error.set(Some("Could not read the links.".into())),
+            match client::share_links(&trace_id).await {
+                Ok(list) => links.set(list),
+                Err(problem) => error.set(Some(format!("Could not read the links: {problem}"))),
             }
         });
     }
@@ -161,26 +123,12 @@ mod browser {
         error: RwSignal<Option<String>>,
     ) {
         leptos::task::spawn_local(async move {
-            let body = format!("{{\"include_history\":{include_history}}}");
-            let request = Request::post(&url(&trace_id))
-                .header("content-type", "application/json")
-                .body(body);
-            let Ok(request) = request else {
-                error.set(Some("Could not make the request.".into()));
-                return;
-            };
-            match request.send().await {
-                Ok(response) if response.ok() => {
-                    match crate::json::read::<ShareLink>(&response).await {
-                        Ok(link) => {
-                            error.set(None);
-                            links.update(|links| links.push(link));
-                        }
-                        Err(_) => error.set(Some("Could not read the new link.".into())),
-                    }
+            match client::create_share(&trace_id, include_history).await {
+                Ok(link) => {
+                    error.set(None);
+                    links.update(|links| links.push(link));
                 }
-                Ok(response) => error.set(Some(failure(response).await)),
-                Err(_) => error.set(Some("Could not reach the server.".into())),
+                Err(problem) => error.set(Some(format!("Could not make a link: {problem}"))),
             }
         });
     }
@@ -192,15 +140,12 @@ mod browser {
         error: RwSignal<Option<String>>,
     ) {
         leptos::task::spawn_local(async move {
-            let target = format!("{}/{token}", url(&trace_id));
-            match Request::delete(&target).send().await {
-                // 404: already gone.
-                Ok(response) if response.ok() || response.status() == 404 => {
+            match client::revoke_share(&trace_id, &token).await {
+                Ok(()) => {
                     error.set(None);
                     links.update(|links| links.retain(|link| link.token != token));
                 }
-                Ok(response) => error.set(Some(failure(response).await)),
-                Err(_) => error.set(Some("Could not reach the server.".into())),
+                Err(problem) => error.set(Some(format!("Could not revoke the link: {problem}"))),
             }
         });
     }
@@ -211,7 +156,7 @@ mod browser {
 mod browser {
     use leptos::prelude::*;
 
-    use super::ShareLink;
+    use crate::client::ShareLink;
 
     pub fn absolute(path: &str) -> String {
         path.to_owned()

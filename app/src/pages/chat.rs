@@ -35,7 +35,7 @@ pub fn ChatPage() -> impl IntoView {
         conversation_id.track();
         drawer.set(false);
     });
-    crate::components::close_on_escape(drawer);
+    crate::components::escape::close_on_escape(drawer);
     view! {
         <div class="app" class:drawer-open=move || drawer.get()>
             <div class="drawer-backdrop" aria-hidden="true" on:click=move |_| drawer.set(false)></div>
@@ -115,13 +115,13 @@ fn ConversationView(
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {
             #[cfg(feature = "hydrate")]
-            crate::components::live::follow_run(state, run.clone());
+            crate::components::live::browser::follow_run(state, run.clone());
             #[cfg(not(feature = "hydrate"))]
             let _ = &run;
         });
     }
     #[cfg(feature = "hydrate")]
-    on_cleanup(move || crate::components::live::stop_following(state));
+    on_cleanup(move || crate::components::live::browser::stop_following(state));
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {
@@ -129,8 +129,8 @@ fn ConversationView(
                     <details class="menu export-menu">
                         <summary>"Export conversation"</summary>
                         <div class="menu-items" role="menu">
-                            <a role="menuitem" href=format!("/thoughtflow/{id}.json") target="_blank" rel="external noopener">"ThoughtFlow JSON"</a>
-                            <a role="menuitem" href=format!("/thoughtflow/{id}.d2") target="_blank" rel="external noopener">"ThoughtFlow D2"</a>
+                            <a role="menuitem" href=crate::client::thoughtflow(&id, "json") target="_blank" rel="external noopener">"ThoughtFlow JSON"</a>
+                            <a role="menuitem" href=crate::client::thoughtflow(&id, "d2") target="_blank" rel="external noopener">"ThoughtFlow D2"</a>
                         </div>
                     </details>
                 </header>

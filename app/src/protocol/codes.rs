@@ -191,7 +191,7 @@ mod tests {
             assert_eq!(code.as_str(), text);
             let json = serde_json::to_string(&code).unwrap();
             assert_eq!(json, format!("\"{text}\""));
-            assert_eq!(serde_json::from_str::<ErrorCode>(&json).unwrap(), code);
+            assert_eq!(crate::json::parse::<ErrorCode>(&json).unwrap(), code);
         }
         assert_eq!(ErrorCode::from("interrupted"), ErrorCode::Interrupted);
         assert_eq!(ToolErrorKind::from("denied"), ToolErrorKind::Denied);
@@ -208,7 +208,7 @@ mod tests {
             );
         }
         assert_eq!(TraceStatus::parse("done"), None);
-        let by: ResolvedBy = serde_json::from_str("\"timeout\"").unwrap();
+        let by: ResolvedBy = crate::json::parse("\"timeout\"").unwrap();
         assert_eq!(by, ResolvedBy::Timeout);
         assert_eq!(
             serde_json::to_string(&ResolvedBy::User("ann".into())).unwrap(),

@@ -3,8 +3,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::codes::{ErrorCode, ResolvedBy, ToolErrorKind};
+use super::codes::{ErrorCode, ResolvedBy};
 use super::message::{Message, Usage};
+use super::records::{ApprovalDecision, ToolError};
 
 /// One event of one run. `seq` counts 1, 2, 3 ... per run with no gaps; `ts` is RFC 3339 UTC with
 /// milliseconds. The payload's `type` tag sits beside these fields in the same JSON object.
@@ -154,21 +155,6 @@ pub enum ToolResultStatus {
     Cancelled,
     /// A person (or the approval timeout, or the tool's `deny` policy) refused the call.
     Denied,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ApprovalDecision {
-    Approve,
-    Deny,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ToolError {
-    /// A short machine-readable class: `invalid_arguments`, `outside_workspace`, `timeout`,
-    /// `panic`, `io`, `cancelled`, ...
-    pub kind: ToolErrorKind,
-    pub message: String,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::codes::ResolvedBy;
-use super::event::ToolError;
+use super::records::{ApprovalDecision, ToolError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Message {
@@ -200,7 +200,7 @@ pub enum ToolCallStatus {
 pub struct Approval {
     pub requested_at: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub decision: Option<crate::protocol::ApprovalDecision>,
+    pub decision: Option<ApprovalDecision>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<ResolvedBy>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

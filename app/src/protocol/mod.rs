@@ -5,12 +5,14 @@
 mod codes;
 mod event;
 mod message;
+mod records;
 mod reducer;
 mod time;
 
 pub use codes::{ErrorCode, ResolvedBy, ToolErrorKind, TraceStatus};
 pub use event::*;
 pub use message::*;
+pub use records::*;
 pub use reducer::{fold, Reducer};
 pub use time::{elapsed_ms, format_rfc3339_millis, parse_rfc3339_millis};
 

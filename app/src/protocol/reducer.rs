@@ -2,11 +2,12 @@
 //! server's terminal message and the browser's live view cannot disagree.
 
 use super::codes::ErrorCode;
-use super::event::{ApprovalDecision, Event, EventKind, ToolResultStatus};
+use super::event::{Event, EventKind, ToolResultStatus};
 use super::message::{
     Approval, Message, MessageStatus, ReasoningPart, ReasoningSegment, Segment, TextSegment,
     ToolCallSegment, ToolCallStatus, Usage,
 };
+use super::records::ApprovalDecision;
 use super::time::elapsed_ms;
 
 /// Folds a run's events into its message. Events are applied in `seq` order and a repeated `seq` is
