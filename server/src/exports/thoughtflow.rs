@@ -2,10 +2,9 @@
 //! of typed steps with `depends_on` edges; and the same as a D2 diagram.
 
 use app::models::Conversation;
-use app::protocol::TraceStatus;
 use app::protocol::{
     elapsed_ms, fold, parse_rfc3339_millis, Approval, ReasoningSegment, Segment, TextSegment,
-    ToolCallSegment, ToolCallStatus,
+    ToolCallSegment, ToolCallStatus, TraceStatus,
 };
 use serde_json::{json, Value};
 
