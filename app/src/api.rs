@@ -4,7 +4,8 @@
 use leptos::prelude::*;
 
 use crate::models::{
-    Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace, TraceOverview,
+    Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
+    TraceOverview,
 };
 
 #[server(prefix = "/api/fn", endpoint = "model_turns")]
@@ -47,7 +48,7 @@ pub async fn get_trace_overview(
 pub async fn get_inspector(
     trace_id: String,
     share: Option<String>,
-) -> Result<Vec<serde_json::Value>, ServerFnError> {
+) -> Result<Vec<InspectorEntry>, ServerFnError> {
     ssr::source()?
         .inspector(trace_id, share)
         .await
@@ -88,7 +89,9 @@ pub mod ssr {
 
     use leptos::prelude::*;
 
-    use crate::models::{Conversation, ConversationSummary, ModelList, ModelTurnTiming, Trace};
+    use crate::models::{
+        Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
+    };
 
     pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
@@ -113,7 +116,7 @@ pub mod ssr {
             &self,
             trace_id: String,
             share: Option<String>,
-        ) -> BoxFuture<'_, Result<Vec<serde_json::Value>, String>>;
+        ) -> BoxFuture<'_, Result<Vec<InspectorEntry>, String>>;
         fn model_turns(
             &self,
             trace_id: String,

@@ -2,6 +2,8 @@
 //! sides); `models` are the shapes the read API returns; `api` holds the server functions the pages
 //! call; `components` and `pages` are the UI, rendered on the server and hydrated in the browser.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod api;
 pub mod client;
 pub mod components;

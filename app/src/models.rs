@@ -2,6 +2,13 @@
 
 use serde::{Deserialize, Serialize};
 
+mod inspector;
+
+pub use inspector::{
+    FunctionTag, InspectorEntry, InspectorFunction, InspectorFunctionCall, InspectorMessage,
+    LlmRequestEntry, LlmRequestTag, McpEntry, McpTag, ToolCallEntry, ToolCallTag,
+};
+
 use crate::protocol::{
     fold, parse_rfc3339_millis, CancelledBy, ErrorCode, Event, EventKind, Message, TraceStatus,
 };
@@ -80,8 +87,9 @@ pub struct ActiveRun {
 /// The models a conversation can use (ids only) and the server's default.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelList {
-    pub models: Vec<String>,
+    // In this order, `GET /api/models` writes its keys as it always has (alphabetically).
     pub default: String,
+    pub models: Vec<String>,
 }
 
 /// A stored trace as `GET /api/traces/{trace_id}` returns it: seed 000's columns and every event.

@@ -52,28 +52,8 @@ pub fn agent_run(run_id: &str, text_tokens: usize, tool_calls: usize) -> Vec<Eve
         trace_id: trace_id.clone(),
         model: "scenario:bench".into(),
     });
-    let mut sequence_number = 0u32;
-    run.push(EventKind::ReasoningPartStarted {
-        segment_id: "rs_1".into(),
-        summary_index: 0,
-        sequence_number,
-    });
-    let mut thought = String::new();
-    for word in WORDS.iter().cycle().take(30) {
-        thought.push_str(word);
-        run.push(EventKind::ReasoningPartDelta {
-            segment_id: "rs_1".into(),
-            summary_index: 0,
-            text_delta: (*word).to_owned(),
-        });
-    }
-    run.push(EventKind::ReasoningPartCompleted {
-        segment_id: "rs_1".into(),
-        summary_index: 0,
-        final_text: Some(thought),
-    });
-    sequence_number += 1;
-
+    run.reasoning(0);
+    let mut sequence_number = 1u32;
     let chunks = tool_calls + 1;
     let mut words = WORDS.iter().cycle();
     for chunk in 0..chunks {
@@ -90,26 +70,60 @@ pub fn agent_run(run_id: &str, text_tokens: usize, tool_calls: usize) -> Vec<Eve
         if chunk == tool_calls {
             break;
         }
+        run.tool_call(chunk, sequence_number);
+        sequence_number += 1;
+    }
+    if let Some(message) = fold(&run.events) {
+        run.push(EventKind::MessageFinal { message, trace_id });
+    }
+    run.events
+}
+
+impl Builder {
+    /// A reasoning part of 30 words.
+    fn reasoning(&mut self, sequence_number: u32) {
+        self.push(EventKind::ReasoningPartStarted {
+            segment_id: "rs_1".into(),
+            summary_index: 0,
+            sequence_number,
+        });
+        let mut thought = String::new();
+        for word in WORDS.iter().cycle().take(30) {
+            thought.push_str(word);
+            self.push(EventKind::ReasoningPartDelta {
+                segment_id: "rs_1".into(),
+                summary_index: 0,
+                text_delta: (*word).to_owned(),
+            });
+        }
+        self.push(EventKind::ReasoningPartCompleted {
+            segment_id: "rs_1".into(),
+            summary_index: 0,
+            final_text: Some(thought),
+        });
+    }
+
+    /// A successful grep_search call with three lines of streamed output.
+    fn tool_call(&mut self, chunk: usize, sequence_number: u32) {
         let call_id = format!("call_{chunk}");
-        run.push(EventKind::ToolCallStarted {
+        self.push(EventKind::ToolCallStarted {
             call_id: call_id.clone(),
             name: "grep_search".into(),
             display: Some(format!("Searching for \"term {chunk}\"")),
             args: json!({"query": format!("term {chunk}"), "include": "src/**/*.rs"}),
             sequence_number,
         });
-        sequence_number += 1;
         let mut output = String::new();
         for line in 0..3 {
             let delta = format!("src/module_{chunk}.rs:{line}: let term_{chunk} = {line};\n");
             output.push_str(&delta);
-            run.push(EventKind::ToolCallUpdate {
+            self.push(EventKind::ToolCallUpdate {
                 call_id: call_id.clone(),
                 output_delta: Some(delta),
                 progress: None,
             });
         }
-        run.push(EventKind::ToolResult {
+        self.push(EventKind::ToolResult {
             call_id,
             status: ToolResultStatus::Success,
             duration_ms: 12,
@@ -119,10 +133,6 @@ pub fn agent_run(run_id: &str, text_tokens: usize, tool_calls: usize) -> Vec<Eve
             error: None,
         });
     }
-    if let Some(message) = fold(&run.events) {
-        run.push(EventKind::MessageFinal { message, trace_id });
-    }
-    run.events
 }
 
 /// Each event as the JSON the server stores and sends.

@@ -1,5 +1,7 @@
 //! Shared by the load generator and the micro-benchmarks: representative runs, and percentiles.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod fixtures;
 
 /// The value at quantile `q` (0.0 ..= 1.0) of `sorted`, nearest rank; 0 when empty.

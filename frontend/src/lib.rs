@@ -1,5 +1,7 @@
 //! The browser entry point: hydrates the HTML the server rendered.
 
+#![warn(clippy::too_many_lines)]
+
 use wasm_bindgen::JsCast;
 
 #[wasm_bindgen::prelude::wasm_bindgen]

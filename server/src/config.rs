@@ -113,7 +113,7 @@ pub struct Config {
     /// `password` (accounts made with `glassbox users add NAME`, signed in with a session cookie)
     /// or `proxy` (the user a trusted authenticating proxy names in a header).
     #[arg(long, env = "GLASSBOX_AUTH", value_enum, default_value = "none")]
-    pub auth: crate::auth::AuthMode,
+    pub auth: AuthMode,
 
     /// Allows `--auth none` on an address other than loopback: anyone who reaches the port can
     /// read every conversation and run the agent.
@@ -161,6 +161,14 @@ pub struct Config {
     pub command: Option<Command>,
 }
 
+/// Who may use the server (`--auth`); the `auth` module serves each mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthMode {
+    None,
+    Password,
+    Proxy,
+}
+
 /// Administration, run instead of the server.
 #[derive(Clone, Debug, clap::Subcommand)]
 pub enum Command {
@@ -192,30 +200,9 @@ impl Config {
         }
     }
 
-    /// The connection limits, the cap lowered to fit the open-files limit `open_files`.
-    pub fn connection_limits(&self, open_files: u64) -> crate::http::serve::ConnectionLimits {
-        // Room for the database, the site's files, tools and the listener.
-        let room = open_files.saturating_sub(256).max(16);
-        crate::http::serve::ConnectionLimits {
-            max_connections: self.max_connections.clamp(1, room as usize),
-            header_read_timeout: Duration::from_secs(self.header_read_timeout_secs.max(1)),
-            drain: self.shutdown_drain(),
-        }
-    }
-
-    pub fn host_policy(&self) -> crate::http::guard::HostPolicy {
-        let names: Vec<String> = self
-            .public_url
-            .iter()
-            .chain(&self.allowed_hosts)
-            .cloned()
-            .collect();
-        crate::http::guard::HostPolicy::new(self.addr, &names)
-    }
-
     /// Refuses `--auth none` on an address other than loopback, unless told it is on purpose.
     pub fn check_auth(&self) -> Result<(), String> {
-        let open = self.auth == crate::auth::AuthMode::None;
+        let open = self.auth == AuthMode::None;
         if open && !self.addr.ip().is_loopback() && !self.insecure_no_auth {
             return Err(format!(
                 "refusing to serve {} without authentication: use --auth password or --auth proxy, \

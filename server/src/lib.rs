@@ -2,6 +2,8 @@
 //! (`runs::Run::emit`, sanitized by `sanitize`), the engine checkpoints it into the store
 //! (`store`), and `http::sse` streams it to every subscriber.
 
+#![warn(clippy::too_many_lines)]
+
 pub mod agents;
 pub mod auth;
 pub mod bus;
@@ -10,6 +12,7 @@ pub mod error;
 pub mod exports;
 pub mod http;
 pub mod providers;
+pub mod reads;
 pub mod records;
 pub mod redact;
 pub mod runs;
@@ -66,6 +69,29 @@ pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
 /// Opens the store (running migrations, closing runs an earlier process left going) and wires the
 /// engine and the routes.
 pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String> {
+    let store = open_store(config).await?;
+    let engine = start_engine(config, store.clone())?;
+    let bundle = site::bundle_in(&site_root).unwrap_or_default();
+    let router = http::router(AppState {
+        leptos_options: leptos_options(config, &site_root, bundle.hashed),
+        engine: engine.clone(),
+        store: store.clone(),
+        immutable_assets: Arc::new(bundle.immutable),
+        hosts: Arc::new(http::guard::HostPolicy::from_config(config)),
+        auth: Arc::new(auth::Auth::new(config, store.clone())?),
+        stylesheet: bundle.stylesheet.clone().into(),
+        body_deadline: std::time::Duration::from_secs(config.body_read_timeout_secs),
+    });
+    Ok(Server {
+        router,
+        engine,
+        store,
+    })
+}
+
+/// The store of `config` (its data directory made when it is SQLite's default), migrated, with the
+/// runs an earlier process left going marked interrupted.
+async fn open_store(config: &Config) -> Result<Store, String> {
     if config.database_url.is_none() {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             format!(
@@ -88,6 +114,12 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
             "marked runs left running by an earlier process as interrupted"
         );
     }
+    Ok(store)
+}
+
+/// The engine with its agents, providers and tools (MCP servers start here), joined to the other
+/// instances on the same database.
+fn start_engine(config: &Config, store: Store) -> Result<Arc<Engine>, String> {
     let workspace =
         Workspace::open_with_deny(&config.workspace, &config.deny_files).map_err(|error| {
             format!(
@@ -108,7 +140,7 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         providers.approval.clone(),
     );
     let engine = Engine::new(
-        store.clone(),
+        store,
         Agents::new(config.scenarios_dir.clone(), providers),
         tools,
         config.default_model.clone(),
@@ -116,34 +148,23 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
         config.run_limits(),
     );
     engine.join_instances();
+    Ok(engine)
+}
+
+/// Leptos's options for the built site at `site_root` (`LEPTOS_ENV` chooses development mode).
+fn leptos_options(config: &Config, site_root: &std::path::Path, hashed: bool) -> LeptosOptions {
     let env = match std::env::var("LEPTOS_ENV").as_deref() {
         Ok("DEV") | Ok("dev") | Ok("development") => Env::DEV,
         _ => Env::PROD,
     };
-    let bundle = site::bundle_in(&site_root).unwrap_or_default();
-    let leptos_options = LeptosOptions::builder()
+    LeptosOptions::builder()
         .output_name("glassbox")
         .site_root(site_root.to_string_lossy().into_owned())
         .site_pkg_dir("pkg")
         .site_addr(config.addr)
         .env(env)
-        .hash_files(bundle.hashed)
-        .build();
-    let router = http::router(AppState {
-        leptos_options,
-        engine: engine.clone(),
-        store: store.clone(),
-        immutable_assets: Arc::new(bundle.immutable),
-        hosts: Arc::new(config.host_policy()),
-        auth: Arc::new(auth::Auth::new(config, store.clone())?),
-        stylesheet: bundle.stylesheet.clone().into(),
-        body_deadline: std::time::Duration::from_secs(config.body_read_timeout_secs),
-    });
-    Ok(Server {
-        router,
-        engine,
-        store,
-    })
+        .hash_files(hashed)
+        .build()
 }
 
 /// Serves until SIGINT or SIGTERM, then stops runs (`cancelled_by: shutdown`) and drains.
@@ -157,7 +178,7 @@ pub async fn run(config: Config) -> Result<(), String> {
     let listener = tokio::net::TcpListener::bind(config.addr)
         .await
         .map_err(|error| format!("cannot listen on {}: {error}", config.addr))?;
-    let limits = config.connection_limits(raise_open_files_limit());
+    let limits = http::serve::ConnectionLimits::from_config(&config, raise_open_files_limit());
     tracing::info!(
         url = %format!("http://{}", config.addr),
         database = %config.database_url(),

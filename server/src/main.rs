@@ -1,5 +1,7 @@
 //! The `glassbox` binary: parse options, set up logs, serve.
 
+#![warn(clippy::too_many_lines)]
+
 use std::{process::ExitCode, time::Duration};
 
 use clap::Parser;

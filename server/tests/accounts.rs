@@ -695,3 +695,164 @@ async fn revoking_a_share_link_ends_the_streams_opened_through_it() {
     );
     server.stop().await;
 }
+
+/// Each trace read answers the same through the REST API, the pages' server functions and the
+/// trace page, for every reader: the owner, a stranger, nobody, a share link (alone or with a
+/// stranger's session), an unknown link, and the link once revoked; for the shared trace, another
+/// trace of the same owner and a trace that does not exist. Both paths call `reads`; this catches
+/// them parting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trace_reads_the_same_through_the_api_and_the_pages() {
+    let dir = site();
+    write_scenario(
+        &dir,
+        "tooled",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"tool_calls": [{"name": "grep_search", "args": {"query": "TODO"}}]},
+            {"text": "Alice's private answer"}
+        ]}),
+    );
+    for name in ["alice", "bob"] {
+        assert!(add_user(&dir, name, &format!("{name}-password"))
+            .status
+            .success());
+    }
+    let server = launch(&dir, &["--auth", "password"]).await;
+    let base = server.base.as_str();
+    let alice = sign_in(base, "alice", "alice-password")
+        .await
+        .expect("alice");
+    let bob = sign_in(base, "bob", "bob-password").await.expect("bob");
+    let (status, started) = post(
+        base,
+        &alice,
+        "/api/chat",
+        json!({"content": "hi", "model": "scenario:tooled"}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{started}");
+    let (run, trace) = (
+        started["run_id"].as_str().expect("run").to_owned(),
+        started["trace_id"].as_str().expect("trace").to_owned(),
+    );
+    wait_for_end(base, &alice, &run).await;
+    let [_, _, other_trace] = quick_run(base, &alice, None).await;
+    let path = format!("/api/traces/{trace}/shares");
+    let (status, link) = send(base, &alice, reqwest::Method::POST, &path).await;
+    assert_eq!(status, StatusCode::CREATED, "{link}");
+    let link: Value = serde_json::from_str(&link).expect("JSON");
+    let token = link["token"].as_str().expect("token").to_owned();
+
+    let readers = [
+        ("the owner", alice.as_str(), None),
+        ("a stranger", bob.as_str(), None),
+        ("nobody", "", None),
+        ("the link", "", Some(token.as_str())),
+        (
+            "a stranger with the link",
+            bob.as_str(),
+            Some(token.as_str()),
+        ),
+        ("an unknown link", "", Some("no-such-link")),
+    ];
+    let mut answered = 0;
+    for (who, cookie, share) in readers {
+        for id in [&trace, &other_trace, &"nope".to_owned()] {
+            answered += same_through_both(base, who, cookie, id, share).await;
+        }
+    }
+    assert_eq!(
+        answered, 4,
+        "the owner reads two traces; the link one, whoever holds it"
+    );
+    let (status, _) = send(
+        base,
+        &alice,
+        reqwest::Method::DELETE,
+        &format!("/api/traces/{trace}/shares/{token}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    for cookie in ["", bob.as_str()] {
+        let answered =
+            same_through_both(base, "a revoked link", cookie, &trace, Some(&token)).await;
+        assert_eq!(answered, 0, "a revoked link reads nothing");
+    }
+}
+
+/// Reads the trace `id` as `cookie` with `share` through the REST API, the server functions and the
+/// page, asserts they agree, and answers how many paths read it (0 or 1).
+async fn same_through_both(
+    base: &str,
+    who: &str,
+    cookie: &str,
+    id: &str,
+    share: Option<&str>,
+) -> usize {
+    let query = share
+        .map(|token| format!("?share={token}"))
+        .unwrap_or_default();
+    let mut args = vec![("trace_id", id)];
+    args.extend(share.map(|token| ("share", token)));
+    let mut read = 0;
+    for (suffix, function) in [
+        ("", "trace"),
+        ("/inspector.json", "inspector"),
+        ("/model-turns", "model_turns"),
+    ] {
+        let (status, rest) = get(base, cookie, &format!("/api/traces/{id}{suffix}{query}")).await;
+        let (page_status, page) = server_fn(base, cookie, function, &args).await;
+        let cut = |body: &str| body.chars().take(200).collect::<String>();
+        let what = format!(
+            "{who} reads {id} through {function}: REST {status} {}; page {page_status} {}",
+            cut(&rest),
+            cut(&page)
+        );
+        match status {
+            StatusCode::OK => {
+                assert_eq!(page_status, StatusCode::OK, "{what}");
+                let (rest, page): (Value, Value) = (
+                    serde_json::from_str(&rest).expect("JSON"),
+                    serde_json::from_str(&page).expect("JSON"),
+                );
+                if function == "model_turns" {
+                    let models = |turns: &Value| -> Vec<Value> {
+                        turns
+                            .as_array()
+                            .expect("a list")
+                            .iter()
+                            .map(|turn| turn["model"].clone())
+                            .collect()
+                    };
+                    assert_eq!(models(&rest), models(&page), "{what}");
+                } else {
+                    assert_eq!(rest, page, "{what}");
+                }
+                if function == "inspector" && id != "nope" && share.is_some() {
+                    assert!(!rest.as_array().expect("a list").is_empty(), "{what}");
+                }
+                read += usize::from(function == "trace");
+            }
+            StatusCode::NOT_FOUND => {
+                assert_eq!(page_status, StatusCode::OK, "{what}");
+                assert!(matches!(page.as_str(), "null" | "[]"), "{what}");
+            }
+            other => assert_eq!(page_status, other, "{what}"),
+        }
+    }
+    let response = client()
+        .get(format!("{base}/t/{id}{query}"))
+        .header(header::ACCEPT, "text/html")
+        .header(header::COOKIE, cookie)
+        .send()
+        .await
+        .expect("the trace page");
+    let page_status = response.status();
+    let html = response.text().await.unwrap_or_default();
+    assert_eq!(
+        page_status == StatusCode::OK && html.contains("private answer"),
+        read == 1,
+        "{who} reads the page of {id}: {page_status}"
+    );
+    read
+}

@@ -121,9 +121,7 @@ async fn an_approved_call_runs_and_a_second_answer_gets_409() {
     assert_eq!(stored["decision"], "approve", "{trace}");
 
     // The inspector entry carries it; in ThoughtFlow the call depends on an `approval` step.
-    let (_, inspector) = server
-        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
-        .await;
+    let inspector = server.inspector(trace_id).await;
     assert_eq!(inspector[0]["approval"]["by"], "local", "{inspector}");
     let conversation_id = trace["conversation_id"].as_str().expect("conversation");
     let (_, flow) = server

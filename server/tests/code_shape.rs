@@ -31,6 +31,8 @@ const CRATES: &[(&str, &str)] = &[
     ("server", "server/src/lib.rs"),
     ("server bin", "server/src/main.rs"),
     ("frontend", "frontend/src/lib.rs"),
+    ("bench", "bench/src/lib.rs"),
+    ("loadgen", "bench/src/bin/loadgen/main.rs"),
 ];
 
 type ModPath = Vec<String>;

@@ -217,9 +217,7 @@ async fn progress_streams_into_the_call_and_stop_ends_it_at_once() {
 
     // The inspector export has it as an `mcp` entry, with its progress and the cancel.
     let trace_id = run["trace_id"].as_str().expect("trace id");
-    let (_, inspector) = server
-        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
-        .await;
+    let inspector = server.inspector(trace_id).await;
     let entry = &inspector[0];
     assert_eq!(entry["type"], "mcp", "{inspector}");
     assert_eq!(entry["server"], "everything");

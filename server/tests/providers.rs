@@ -711,10 +711,7 @@ async fn a_two_step_loop_runs_the_requested_tools_and_sends_their_results_back()
     );
 
     // The inspector export: model turn, its two tool calls, the answering turn.
-    let (status, inspector) = server
-        .get_json(&format!("/api/traces/{trace_id}/inspector.json"))
-        .await;
-    assert_eq!(status, 200);
+    let inspector = server.inspector(trace_id).await;
     let entries = inspector.as_array().expect("a list");
     let kinds: Vec<&str> = entries.iter().filter_map(|e| e["type"].as_str()).collect();
     assert_eq!(

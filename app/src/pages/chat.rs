@@ -97,8 +97,9 @@ fn ConversationView(
         ),
         None => (None, Vec::new(), 0),
     };
-    // The server renders the running answer as far as it was stored, with Stop; the browser then
-    // follows its stream into the same entry.
+    // The server renders the running answer as it is stored while it runs (empty, status
+    // `streaming`), with Stop; the browser then follows its stream from the first event into
+    // the same entry.
     let state = ChatState::new(
         id,
         &messages,

@@ -180,6 +180,7 @@ impl From<ResolvedBy> for String {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

@@ -111,100 +111,116 @@ const STOP_WORDS: &[&str] = &[
 
 pub struct DemoAgent;
 
+const PACING: Pacing = Pacing {
+    delta_chars: 6,
+    interval: Duration::from_millis(12),
+};
+
 impl Agent for DemoAgent {
     fn run<'a>(&'a self, context: &'a RunContext) -> BoxFuture<'a, AgentOutcome> {
         Box::pin(async move {
-            let pacing = Pacing {
-                delta_chars: 6,
-                interval: Duration::from_millis(12),
-            };
-            let question = context.user_message.text();
-            let terms = key_terms(&question);
+            let terms = key_terms(&context.user_message.text());
             if terms.is_empty() {
-                context
-                    .stream_reasoning(&["The message has no searchable terms, so I'll show what the workspace holds.".to_owned()], pacing)
-                    .await;
-                let listing = context
-                    .run_tools(vec![ToolCallRequest::new("list_dir", json!({"path": "."}))])
-                    .await;
-                let entries = listing
-                    .first()
-                    .and_then(|outcome| outcome.result.as_ref().ok())
-                    .cloned()
-                    .unwrap_or_default();
-                let answer = format!(
-                    "*I'm the **demo agent**: rule-based, no language model.* Ask me about something in this workspace \
-                     (a word, a name, `a phrase in backticks`) and I'll search for it.\n\nThe workspace root has:\n\n```\n{}\n```\n",
-                    entries.lines().skip(1).take(30).collect::<Vec<_>>().join("\n")
-                );
-                context.stream_text(&answer, pacing).await;
+                show_workspace(context).await;
                 return AgentOutcome::Completed;
             }
-
             let quoted: Vec<String> = terms.iter().map(|term| format!("'{term}'")).collect();
-            context
-                .stream_reasoning(
-                    &[
-                        format!("The question is about {}. I'll search the workspace for each term at once.", join_words(&quoted)),
-                        "I'll also list the top folder, to see how the workspace is laid out.".to_owned(),
-                    ],
-                    pacing,
-                )
-                .await;
-            let mut calls: Vec<ToolCallRequest> = terms
-                .iter()
-                .map(|term| ToolCallRequest::new("grep_search", json!({ "query": term })))
-                .collect();
-            calls.push(ToolCallRequest::new("list_dir", json!({ "path": "." })));
-            let searches = context.run_tools(calls).await;
-
-            let hits = collect_hits(&searches);
+            let hits = search(context, &terms, &quoted).await;
             if hits.is_empty() {
                 context
-                    .stream_reasoning(&["No file mentions any of the terms.".to_owned()], pacing)
+                    .stream_reasoning(&["No file mentions any of the terms.".to_owned()], PACING)
                     .await;
                 let answer = format!(
                     "*Demo agent (rule-based, no language model).*\n\nI searched the workspace for {} and found **no matches**. \
                      Try another word, or a name that appears in the code.\n",
                     join_words(&quoted)
                 );
-                context.stream_text(&answer, pacing).await;
+                context.stream_text(&answer, PACING).await;
                 return AgentOutcome::Completed;
             }
-
             let ranked = rank_files(&hits);
-            let best: Vec<&FileHits> = ranked.iter().take(FILES_TO_READ).collect();
-            let summary: Vec<String> = best
-                .iter()
-                .map(|file| format!("`{}` ({} matching lines)", file.path, file.lines.len()))
-                .collect();
-            context
-                .stream_reasoning(
-                    &[format!(
-                        "Most matches are in {}. Reading around the first match in each.",
-                        join_words(&summary)
-                    )],
-                    pacing,
-                )
-                .await;
-            let reads: Vec<ToolCallRequest> = best
-                .iter()
-                .map(|file| {
-                    let first = file.lines.first().map_or(1, |(line, _)| *line);
-                    ToolCallRequest::new("read_file", json!({ "path": file.path, "start_line": first.saturating_sub(3).max(1), "end_line": first + 12 }))
-                })
-                .collect();
-            let read_results = context.run_tools(reads).await;
-
-            context
-                .stream_text(
-                    &compose_answer(&quoted, &hits, &ranked, &read_results),
-                    pacing,
-                )
-                .await;
+            let read_results = read_best(context, &ranked).await;
+            let answer = compose_answer(&quoted, &hits, &ranked, &read_results);
+            context.stream_text(&answer, PACING).await;
             AgentOutcome::Completed
         })
     }
+}
+
+/// A message with nothing to search for: what the workspace holds.
+async fn show_workspace(context: &RunContext) {
+    context
+        .stream_reasoning(
+            &[
+                "The message has no searchable terms, so I'll show what the workspace holds."
+                    .to_owned(),
+            ],
+            PACING,
+        )
+        .await;
+    let listing = context
+        .run_tools(vec![ToolCallRequest::new("list_dir", json!({"path": "."}))])
+        .await;
+    let entries = listing
+        .first()
+        .and_then(|outcome| outcome.result.as_ref().ok())
+        .cloned()
+        .unwrap_or_default();
+    let answer = format!(
+        "*I'm the **demo agent**: rule-based, no language model.* Ask me about something in this workspace \
+         (a word, a name, `a phrase in backticks`) and I'll search for it.\n\nThe workspace root has:\n\n```\n{}\n```\n",
+        entries.lines().skip(1).take(30).collect::<Vec<_>>().join("\n")
+    );
+    context.stream_text(&answer, PACING).await;
+}
+
+/// Searches the workspace for every term at once (and lists its top folder): the hits.
+async fn search(context: &RunContext, terms: &[String], quoted: &[String]) -> Vec<Hit> {
+    context
+        .stream_reasoning(
+            &[
+                format!(
+                    "The question is about {}. I'll search the workspace for each term at once.",
+                    join_words(quoted)
+                ),
+                "I'll also list the top folder, to see how the workspace is laid out.".to_owned(),
+            ],
+            PACING,
+        )
+        .await;
+    let mut calls: Vec<ToolCallRequest> = terms
+        .iter()
+        .map(|term| ToolCallRequest::new("grep_search", json!({ "query": term })))
+        .collect();
+    calls.push(ToolCallRequest::new("list_dir", json!({ "path": "." })));
+    let searches = context.run_tools(calls).await;
+    collect_hits(&searches)
+}
+
+/// Reads around the first match in each of the best files.
+async fn read_best(context: &RunContext, ranked: &[FileHits]) -> Vec<ToolOutcome> {
+    let best: Vec<&FileHits> = ranked.iter().take(FILES_TO_READ).collect();
+    let summary: Vec<String> = best
+        .iter()
+        .map(|file| format!("`{}` ({} matching lines)", file.path, file.lines.len()))
+        .collect();
+    context
+        .stream_reasoning(
+            &[format!(
+                "Most matches are in {}. Reading around the first match in each.",
+                join_words(&summary)
+            )],
+            PACING,
+        )
+        .await;
+    let reads: Vec<ToolCallRequest> = best
+        .iter()
+        .map(|file| {
+            let first = file.lines.first().map_or(1, |(line, _)| *line);
+            ToolCallRequest::new("read_file", json!({ "path": file.path, "start_line": first.saturating_sub(3).max(1), "end_line": first + 12 }))
+        })
+        .collect();
+    context.run_tools(reads).await
 }
 
 /// The words worth searching for: phrases in quotes or backticks first, then the longest other

@@ -28,12 +28,12 @@ pub struct ModelAgent {
 }
 
 /// Streams a turn into the run: reasoning as a reasoning part, text as answer text.
-struct RunSink<'a> {
+struct TurnWriter<'a> {
     context: &'a RunContext,
     reasoning: Option<ReasoningWriter<'a>>,
 }
 
-impl TurnSink for RunSink<'_> {
+impl TurnSink for TurnWriter<'_> {
     fn reasoning(&mut self, summary_index: u32, delta: &str) {
         self.reasoning
             .get_or_insert_with(|| self.context.begin_reasoning())
@@ -52,51 +52,14 @@ impl TurnSink for RunSink<'_> {
 impl Agent for ModelAgent {
     fn run<'a>(&'a self, context: &'a RunContext) -> BoxFuture<'a, AgentOutcome> {
         Box::pin(async move {
-            let tools: Vec<ToolSchema> = context
-                .tools
-                .all()
-                .iter()
-                .map(|tool| ToolSchema {
-                    name: tool.name().to_owned(),
-                    description: tool.description().to_owned(),
-                    parameters: tool.parameters(),
-                })
-                .collect();
-            let mut messages = Vec::new();
-            if let Some(system) = &self.system_prompt {
-                messages.push(ChatMessage::text("system", system.clone()));
-            }
-            messages.extend(context.history.iter().flat_map(to_chat_messages));
-            messages.push(ChatMessage::text("user", context.user_message.text()));
-
+            let tools = tool_schemas(context);
+            let mut messages = self.first_messages(context);
             for _ in 0..self.max_steps {
-                let request = TurnRequest {
-                    model: self.model.clone(),
-                    messages: messages.clone(),
-                    tools: tools.clone(),
-                };
-                let started_at = crate::stamps::now_rfc3339();
-                let after_seq = context.run.event_count();
-                let mut sink = RunSink {
-                    context,
-                    reasoning: None,
-                };
-                let exchange = self.provider.stream_turn(&request, &mut sink).await;
-                drop(sink);
-                context.record_model_turn(ModelTurn {
-                    model: self.model.clone(),
-                    format: exchange.format,
-                    after_seq,
-                    request: request_record(exchange.sent),
-                    response: response_record(&self.model, &exchange.result),
-                    started_at,
-                    completed_at: crate::stamps::now_rfc3339(),
-                });
-                let turn = match exchange.result {
+                let turn = match self.turn(context, &messages, &tools).await {
                     Ok(turn) => turn,
                     Err(error) => {
                         return AgentOutcome::Failed {
-                            code: error.code.to_owned(),
+                            code: error.code,
                             message: error.message,
                         }
                     }
@@ -107,35 +70,7 @@ impl Agent for ModelAgent {
                 if turn.tool_calls.is_empty() {
                     return AgentOutcome::Completed;
                 }
-                messages.push(ChatMessage {
-                    role: "assistant".into(),
-                    content: (!turn.text.is_empty()).then(|| turn.text.clone()),
-                    tool_calls: turn.tool_calls.clone(),
-                    tool_call_id: None,
-                });
-                let requests = turn
-                    .tool_calls
-                    .iter()
-                    .map(|call| ToolCallRequest {
-                        model_call_id: Some(call.id.clone()),
-                        name: call.name.clone(),
-                        args: parse_arguments(&call.arguments),
-                    })
-                    .collect();
-                // One outcome per call, each paired with its call by the model's id.
-                let outcomes = context.run_tools(requests).await;
-                for outcome in outcomes {
-                    let content = match outcome.result {
-                        Ok(output) => output,
-                        Err(error) => format!("Error ({}): {}", error.kind, error.message),
-                    };
-                    messages.push(ChatMessage {
-                        role: "tool".into(),
-                        content: Some(content),
-                        tool_calls: Vec::new(),
-                        tool_call_id: outcome.model_call_id,
-                    });
-                }
+                run_calls(context, turn, &mut messages).await;
             }
             AgentOutcome::Failed {
                 code: app::protocol::ErrorCode::StepLimit,
@@ -145,6 +80,97 @@ impl Agent for ModelAgent {
                 ),
             }
         })
+    }
+}
+
+impl ModelAgent {
+    /// The system prompt, the earlier messages and the user's new one.
+    fn first_messages(&self, context: &RunContext) -> Vec<ChatMessage> {
+        let mut messages = Vec::new();
+        if let Some(system) = &self.system_prompt {
+            messages.push(ChatMessage::text("system", system.clone()));
+        }
+        messages.extend(context.history.iter().flat_map(to_chat_messages));
+        messages.push(ChatMessage::text("user", context.user_message.text()));
+        messages
+    }
+
+    /// One model turn, streamed into the run and recorded (request and response) for the trace.
+    async fn turn(
+        &self,
+        context: &RunContext,
+        messages: &[ChatMessage],
+        tools: &[ToolSchema],
+    ) -> Result<TurnOutput, ProviderError> {
+        let request = TurnRequest {
+            model: self.model.clone(),
+            messages: messages.to_vec(),
+            tools: tools.to_vec(),
+        };
+        let started_at = crate::stamps::now_rfc3339();
+        let after_seq = context.run.event_count();
+        let mut writer = TurnWriter {
+            context,
+            reasoning: None,
+        };
+        let exchange = self.provider.stream_turn(&request, &mut writer).await;
+        drop(writer);
+        context.record_model_turn(ModelTurn {
+            model: self.model.clone(),
+            format: exchange.format,
+            after_seq,
+            request: request_record(exchange.sent),
+            response: response_record(&self.model, &exchange.result),
+            started_at,
+            completed_at: crate::stamps::now_rfc3339(),
+        });
+        exchange.result
+    }
+}
+
+/// What the model may call.
+fn tool_schemas(context: &RunContext) -> Vec<ToolSchema> {
+    context
+        .tools
+        .all()
+        .iter()
+        .map(|tool| ToolSchema {
+            name: tool.name().to_owned(),
+            description: tool.description().to_owned(),
+            parameters: tool.parameters(),
+        })
+        .collect()
+}
+
+/// Runs the calls of a turn and adds the turn and every call's result to the conversation.
+async fn run_calls(context: &RunContext, turn: TurnOutput, messages: &mut Vec<ChatMessage>) {
+    let requests = turn
+        .tool_calls
+        .iter()
+        .map(|call| ToolCallRequest {
+            model_call_id: Some(call.id.clone()),
+            name: call.name.clone(),
+            args: parse_arguments(&call.arguments),
+        })
+        .collect();
+    messages.push(ChatMessage {
+        role: "assistant".into(),
+        content: (!turn.text.is_empty()).then_some(turn.text),
+        tool_calls: turn.tool_calls,
+        tool_call_id: None,
+    });
+    // One outcome per call, each paired with its call by the model's id.
+    for outcome in context.run_tools(requests).await {
+        let content = match outcome.result {
+            Ok(output) => output,
+            Err(error) => format!("Error ({}): {}", error.kind, error.message),
+        };
+        messages.push(ChatMessage {
+            role: "tool".into(),
+            content: Some(content),
+            tool_calls: Vec::new(),
+            tool_call_id: outcome.model_call_id,
+        });
     }
 }
 

@@ -24,6 +24,7 @@ use axum::http::{header, HeaderMap, HeaderName};
 use sha2::{Digest, Sha256};
 
 use crate::{
+    config::Config,
     error::{Error, Result},
     stamps::{now_rfc3339, now_unix_ms},
     store::{Store, StoredUser, LOCAL_OWNER},
@@ -34,12 +35,7 @@ pub use throttle::Throttle;
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "glassbox_session";
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuthMode {
-    None,
-    Password,
-    Proxy,
-}
+pub use crate::config::AuthMode;
 
 /// A signed-in user: `id` owns their conversations and traces.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,7 +72,7 @@ pub struct Auth {
 }
 
 impl Auth {
-    pub fn new(config: &crate::config::Config, store: Store) -> Result<Self, String> {
+    pub fn new(config: &Config, store: Store) -> Result<Self, String> {
         let proxy_header = HeaderName::try_from(config.proxy_user_header.as_str())
             .map_err(|error| format!("--proxy-user-header: {error}"))?;
         Ok(Auth {

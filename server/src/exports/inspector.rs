@@ -3,18 +3,23 @@
 //! with its progress notifications), in the order they happened. A call that waited for a person
 //! carries its `approval`.
 
-use app::protocol::{fold, EventKind, ToolCallStatus};
+use app::models::{
+    InspectorEntry, InspectorFunction, InspectorFunctionCall, InspectorMessage, LlmRequestEntry,
+    McpEntry, ToolCallEntry,
+};
+use app::protocol::{fold, EventKind, ToolCallSegment, ToolCallStatus};
 use serde_json::{json, Value};
 
 use crate::{
+    providers::ChatMessage,
     store::{ModelTurn, Trace},
     tools::mcp::NAME_SEPARATOR,
 };
 
-pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
+pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<InspectorEntry> {
     // (position in the event log, entry): a turn sits after the last event before its request;
     // a tool call at its `tool_call_started` event. The log's order is the order things happened.
-    let mut entries: Vec<(u64, u8, Value)> = Vec::new();
+    let mut entries: Vec<(u64, u8, InspectorEntry)> = Vec::new();
     for turn in turns {
         entries.push((turn.after_seq, 1, llm_request(turn)));
     }
@@ -26,61 +31,66 @@ pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<Value> {
     };
     if let Some(message) = fold(&trace.events) {
         for call in message.tool_calls() {
-            let cli_output: String = trace
-                .events
-                .iter()
-                .filter_map(|event| match &event.kind {
-                    EventKind::ToolCallUpdate {
-                        call_id,
-                        output_delta: Some(delta),
-                        ..
-                    } if *call_id == call.call_id => Some(delta.as_str()),
-                    _ => None,
-                })
-                .collect();
-            let result = match (&call.status, &call.error) {
-                (ToolCallStatus::Success, _) => call.output.clone(),
-                (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
-                (status, None) => format!("{status:?}").to_lowercase(),
-            };
-            let arguments = if call.args.is_object() {
-                call.args.clone()
-            } else {
-                json!({ "value": call.args })
-            };
-            let mut entry = match call.name.split_once(NAME_SEPARATOR) {
-                Some((server, tool)) => json!({
-                    "type": "mcp",
-                    "server": server,
-                    "tool": tool,
-                    "arguments": arguments,
-                    "result": result,
-                    "status": call.status,
-                    "progress": progress_of(trace, &call.call_id),
-                    "cancelled": call.status == ToolCallStatus::Cancelled,
-                    "duration_ms": call.duration_ms,
-                }),
-                None => json!({
-                    "type": "tool_call",
-                    "tool_name": call.name,
-                    "arguments": arguments,
-                    "result": result,
-                    "status": call.status,
-                    "duration_ms": call.duration_ms,
-                }),
-            };
-            if let Some(approval) = &call.approval {
-                entry["approval"] = json!(approval);
-            }
-            if !cli_output.is_empty() {
-                entry["cli_output"] = Value::String(cli_output);
-            }
             // A tool call's started event comes after the turn that asked for it (seq > after_seq).
-            entries.push((started_seq(&call.call_id).unwrap_or(u64::MAX), 0, entry));
+            let position = started_seq(&call.call_id).unwrap_or(u64::MAX);
+            entries.push((position, 0, tool_entry(trace, call)));
         }
     }
     entries.sort_by_key(|(position, tie, _)| (*position, *tie));
     entries.into_iter().map(|(_, _, entry)| entry).collect()
+}
+
+/// A tool call's entry: `mcp` for a tool of an MCP server, else `tool_call`.
+fn tool_entry(trace: &Trace, call: &ToolCallSegment) -> InspectorEntry {
+    let cli_output: String = trace
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::ToolCallUpdate {
+                call_id,
+                output_delta: Some(delta),
+                ..
+            } if *call_id == call.call_id => Some(delta.as_str()),
+            _ => None,
+        })
+        .collect();
+    let cli_output = (!cli_output.is_empty()).then_some(cli_output);
+    let result = match (&call.status, &call.error) {
+        (ToolCallStatus::Success, _) => call.output.clone(),
+        (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
+        (status, None) => format!("{status:?}").to_lowercase(),
+    };
+    let arguments = if call.args.is_object() {
+        call.args.clone()
+    } else {
+        json!({ "value": call.args })
+    };
+    let approval = call.approval.as_deref().cloned();
+    match call.name.split_once(NAME_SEPARATOR) {
+        Some((server, tool)) => InspectorEntry::Mcp(McpEntry {
+            approval,
+            arguments,
+            cancelled: call.status == ToolCallStatus::Cancelled,
+            cli_output,
+            duration_ms: call.duration_ms,
+            progress: progress_of(trace, &call.call_id),
+            result,
+            server: server.to_owned(),
+            status: call.status,
+            tool: tool.to_owned(),
+            r#type: Default::default(),
+        }),
+        None => InspectorEntry::ToolCall(ToolCallEntry {
+            approval,
+            arguments,
+            cli_output,
+            duration_ms: call.duration_ms,
+            result,
+            status: call.status,
+            tool_name: call.name.clone(),
+            r#type: Default::default(),
+        }),
+    }
 }
 
 /// A call's progress notifications, in order, with when each arrived.
@@ -107,46 +117,53 @@ fn progress_of(trace: &Trace, call_id: &str) -> Vec<Value> {
 
 /// One model turn as the seed's `llm_request`: every message with a string `content`, and a
 /// chat-completion `response` (a failed turn gets an empty answer and says why in `annotation`).
-fn llm_request(turn: &ModelTurn) -> Value {
+fn llm_request(turn: &ModelTurn) -> InspectorEntry {
     // The request was recorded as sent, in its provider's wire format.
-    let conversation: Vec<Value> = crate::providers::conversation(turn.format, &turn.request)
+    let conversation = crate::providers::conversation(turn.format, &turn.request)
         .unwrap_or_default()
         .into_iter()
-        .map(|message| {
-            let mut out = json!({
-                "role": message.role,
-                "content": message.content.unwrap_or_default(),
-            });
-            if !message.tool_calls.is_empty() {
-                out["tool_calls"] = message
-                    .tool_calls
-                    .iter()
-                    .map(|call| json!({"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}))
-                    .collect();
-            }
-            if let Some(id) = message.tool_call_id {
-                out["tool_call_id"] = json!(id);
-            }
-            out
-        })
+        .map(message_of)
         .collect();
-    let mut entry =
-        json!({ "type": "llm_request", "model": turn.model, "conversation": conversation });
-    match turn.response.get("error") {
-        None => entry["response"] = turn.response.clone(),
+    let (response, annotation) = match turn.response.get("error") {
+        None => (turn.response.clone(), None),
         Some(error) => {
-            entry["response"] = json!({
+            let response = json!({
                 "model": turn.model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "error"}],
             });
-            entry["annotation"] = json!(format!(
-                "The turn failed: {}",
-                error
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .unwrap_or("unknown error")
-            ));
+            let why = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown error");
+            (response, Some(format!("The turn failed: {why}")))
         }
+    };
+    InspectorEntry::LlmRequest(LlmRequestEntry {
+        annotation,
+        conversation,
+        model: turn.model.clone(),
+        response,
+        r#type: Default::default(),
+    })
+}
+
+/// A message of a request, in OpenAI chat format.
+fn message_of(message: ChatMessage) -> InspectorMessage {
+    InspectorMessage {
+        content: message.content.unwrap_or_default(),
+        role: message.role,
+        tool_call_id: message.tool_call_id,
+        tool_calls: message
+            .tool_calls
+            .into_iter()
+            .map(|call| InspectorFunctionCall {
+                function: InspectorFunction {
+                    arguments: call.arguments,
+                    name: call.name,
+                },
+                id: call.id,
+                r#type: Default::default(),
+            })
+            .collect(),
     }
-    entry
 }

@@ -3,7 +3,10 @@
 
 use app::models::Conversation;
 use app::protocol::TraceStatus;
-use app::protocol::{elapsed_ms, fold, parse_rfc3339_millis, Segment, ToolCallStatus};
+use app::protocol::{
+    elapsed_ms, fold, parse_rfc3339_millis, Approval, ReasoningSegment, Segment, TextSegment,
+    ToolCallSegment, ToolCallStatus,
+};
 use serde_json::{json, Value};
 
 use crate::store::Trace;
@@ -49,150 +52,35 @@ fn step(
     step
 }
 
+/// One run: its user message, a step per reasoning, tool call (with its approval and its output)
+/// and answer, and a `run_end` step when it did not complete with an answer.
 fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
-    let prefix = format!("r{number}");
-    let mut steps = Vec::new();
     let user_text = conversation
         .messages
         .iter()
         .find(|m| m.id == trace.user_message_id)
         .map(|m| m.text())
         .unwrap_or_default();
-    let user_step = format!("{prefix}_s1");
-    steps.push(step(
-        &user_step,
-        "user_message",
-        Value::Null,
-        &trace.started_at,
-        &trace.started_at,
-        json!({"text": user_text}),
-        json!({"ok": true}),
-    ));
-    let message = fold(&trace.events);
+    let mut steps = RunSteps::new(number, trace, user_text);
     let ended_at = trace
         .completed_at
         .clone()
         .or_else(|| trace.events.last().map(|e| e.ts.clone()))
         .unwrap_or_else(|| trace.started_at.clone());
-    let mut outputs: Vec<String> = Vec::new();
-    let mut counter = 1;
-    let mut next_id = || {
-        counter += 1;
-        format!("{prefix}_s{counter}")
-    };
     let mut answered = false;
-    for segment in message
-        .as_ref()
-        .map(|m| m.segments.clone())
-        .unwrap_or_default()
-    {
+    let segments = fold(&trace.events).map(|m| m.segments).unwrap_or_default();
+    for segment in &segments {
         match segment {
-            Segment::Reasoning(reasoning) => {
-                let end = reasoning
-                    .completed_at
-                    .clone()
-                    .unwrap_or_else(|| reasoning.started_at.clone());
-                steps.push(step(
-                    &next_id(),
-                    "generic",
-                    json!(user_step),
-                    &reasoning.started_at,
-                    &end,
-                    json!({"kind": "reasoning"}),
-                    json!({"text": reasoning.combined_text}),
-                ));
-            }
-            Segment::ToolCall(call) => {
-                // A call that waited for a person depends on its `approval` step, and ran (for
-                // `duration_ms`) from the answer on.
-                let mut depends = json!(user_step);
-                let mut ran_from = call.started_at.clone();
-                if let Some(approval) = &call.approval {
-                    let approval_step = next_id();
-                    let answered = approval
-                        .resolved_at
-                        .clone()
-                        .unwrap_or_else(|| approval.requested_at.clone());
-                    steps.push(step(
-                        &approval_step,
-                        "approval",
-                        json!(user_step),
-                        &approval.requested_at,
-                        &answered,
-                        json!({"tool": call.name, "args": call.args}),
-                        json!({"decision": approval.decision, "by": approval.by, "reason": approval.reason}),
-                    ));
-                    depends = json!(approval_step);
-                    ran_from = answered;
-                }
-                let call_step = next_id();
-                let end = parse_rfc3339_millis(&ran_from)
-                    .zip(call.duration_ms)
-                    .map(|(start, ms)| app::protocol::format_rfc3339_millis(start + ms as i64))
-                    .unwrap_or_else(|| ran_from.clone());
-                steps.push(step(
-                    &call_step,
-                    "tool_call",
-                    depends,
-                    &call.started_at,
-                    &end,
-                    json!({"name": call.name, "args": call.args}),
-                    json!({"ok": call.status == ToolCallStatus::Success, "status": call.status}),
-                ));
-                let output_step = next_id();
-                let (label, completed) = match (&call.status, &call.error) {
-                    (ToolCallStatus::Success, _) => (
-                        "tool_output",
-                        json!({"result": call.output, "truncated": call.truncated}),
-                    ),
-                    (_, Some(error)) => (
-                        "tool_error",
-                        json!({"error": {"kind": error.kind, "message": error.message}}),
-                    ),
-                    (status, None) => (
-                        "tool_error",
-                        json!({"error": {"kind": format!("{status:?}").to_lowercase(), "message": "The tool did not finish."}}),
-                    ),
-                };
-                steps.push(step(
-                    &output_step,
-                    label,
-                    json!(call_step),
-                    &end,
-                    &end,
-                    json!({}),
-                    completed,
-                ));
-                outputs.push(output_step);
-            }
+            Segment::Reasoning(reasoning) => steps.reasoning(reasoning),
+            Segment::ToolCall(call) => steps.tool_call(call),
             Segment::Text(text) => {
-                let mut depends = vec![user_step.clone()];
-                depends.extend(outputs.iter().cloned());
-                steps.push(step(
-                    &next_id(),
-                    "assistant_message",
-                    json!(depends),
-                    &ended_at,
-                    &ended_at,
-                    json!({}),
-                    json!({"text": text.text}),
-                ));
+                steps.answer(text, &ended_at);
                 answered = true;
             }
         }
     }
     if !answered || trace.status != TraceStatus::Completed {
-        let mut depends = vec![user_step.clone()];
-        depends.extend(outputs.iter().cloned());
-        steps.push(step(
-            &next_id(),
-            "generic",
-            json!(depends),
-            &ended_at,
-            &ended_at,
-            json!({"kind": "run_end"}),
-            json!({"status": trace.status, "reason": trace.cancellation_reason, "cancelled_by": trace.cancelled_by}),
-        ));
+        steps.run_end(trace, &ended_at);
     }
     json!({
         "run_id": trace.run_id,
@@ -203,8 +91,170 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
         "started_at": trace.started_at,
         "ended_at": trace.completed_at,
         "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| elapsed_ms(&trace.started_at, &ended_at)),
-        "steps": steps,
+        "steps": steps.steps,
     })
+}
+
+/// A run's steps as they are made: ids `r<run>_s<n>` in order, the user's step first, and the
+/// tool outputs an answer depends on.
+struct RunSteps {
+    prefix: String,
+    counter: usize,
+    user_step: String,
+    outputs: Vec<String>,
+    steps: Vec<Value>,
+}
+
+impl RunSteps {
+    /// Starts with the user's message, step 1.
+    fn new(number: usize, trace: &Trace, user_text: String) -> Self {
+        let prefix = format!("r{number}");
+        let user_step = format!("{prefix}_s1");
+        let first = step(
+            &user_step,
+            "user_message",
+            Value::Null,
+            &trace.started_at,
+            &trace.started_at,
+            json!({"text": user_text}),
+            json!({"ok": true}),
+        );
+        RunSteps {
+            prefix,
+            counter: 1,
+            user_step,
+            outputs: Vec::new(),
+            steps: vec![first],
+        }
+    }
+
+    fn next_id(&mut self) -> String {
+        self.counter += 1;
+        format!("{}_s{}", self.prefix, self.counter)
+    }
+
+    fn reasoning(&mut self, reasoning: &ReasoningSegment) {
+        let end = reasoning
+            .completed_at
+            .clone()
+            .unwrap_or_else(|| reasoning.started_at.clone());
+        let id = self.next_id();
+        self.steps.push(step(
+            &id,
+            "generic",
+            json!(self.user_step),
+            &reasoning.started_at,
+            &end,
+            json!({"kind": "reasoning"}),
+            json!({"text": reasoning.combined_text}),
+        ));
+    }
+
+    /// A call, after its `approval` step when it waited for a person, and its output or error.
+    fn tool_call(&mut self, call: &ToolCallSegment) {
+        // A call that waited for a person depends on its `approval` step, and ran (for
+        // `duration_ms`) from the answer on.
+        let (depends, ran_from) = match &call.approval {
+            Some(approval) => self.approval(call, approval),
+            None => (json!(self.user_step), call.started_at.clone()),
+        };
+        let call_step = self.next_id();
+        let end = parse_rfc3339_millis(&ran_from)
+            .zip(call.duration_ms)
+            .map(|(start, ms)| app::protocol::format_rfc3339_millis(start + ms as i64))
+            .unwrap_or_else(|| ran_from.clone());
+        self.steps.push(step(
+            &call_step,
+            "tool_call",
+            depends,
+            &call.started_at,
+            &end,
+            json!({"name": call.name, "args": call.args}),
+            json!({"ok": call.status == ToolCallStatus::Success, "status": call.status}),
+        ));
+        let output_step = self.next_id();
+        let (label, completed) = tool_outcome(call);
+        self.steps.push(step(
+            &output_step,
+            label,
+            json!(call_step),
+            &end,
+            &end,
+            json!({}),
+            completed,
+        ));
+        self.outputs.push(output_step);
+    }
+
+    /// The `approval` step of `call`; answers what the call depends on and when it started to run.
+    fn approval(&mut self, call: &ToolCallSegment, approval: &Approval) -> (Value, String) {
+        let approval_step = self.next_id();
+        let answered = approval
+            .resolved_at
+            .clone()
+            .unwrap_or_else(|| approval.requested_at.clone());
+        self.steps.push(step(
+            &approval_step,
+            "approval",
+            json!(self.user_step),
+            &approval.requested_at,
+            &answered,
+            json!({"tool": call.name, "args": call.args}),
+            json!({"decision": approval.decision, "by": approval.by, "reason": approval.reason}),
+        ));
+        (json!(approval_step), answered)
+    }
+
+    /// The user's step and every tool output so far.
+    fn all_before(&self) -> Value {
+        let mut depends = vec![self.user_step.clone()];
+        depends.extend(self.outputs.iter().cloned());
+        json!(depends)
+    }
+
+    fn answer(&mut self, text: &TextSegment, ended_at: &str) {
+        let (depends, id) = (self.all_before(), self.next_id());
+        self.steps.push(step(
+            &id,
+            "assistant_message",
+            depends,
+            ended_at,
+            ended_at,
+            json!({}),
+            json!({"text": text.text}),
+        ));
+    }
+
+    fn run_end(&mut self, trace: &Trace, ended_at: &str) {
+        let (depends, id) = (self.all_before(), self.next_id());
+        self.steps.push(step(
+            &id,
+            "generic",
+            depends,
+            ended_at,
+            ended_at,
+            json!({"kind": "run_end"}),
+            json!({"status": trace.status, "reason": trace.cancellation_reason, "cancelled_by": trace.cancelled_by}),
+        ));
+    }
+}
+
+/// A call's output step: its label and what it completed with.
+fn tool_outcome(call: &ToolCallSegment) -> (&'static str, Value) {
+    match (&call.status, &call.error) {
+        (ToolCallStatus::Success, _) => (
+            "tool_output",
+            json!({"result": call.output, "truncated": call.truncated}),
+        ),
+        (_, Some(error)) => (
+            "tool_error",
+            json!({"error": {"kind": error.kind, "message": error.message}}),
+        ),
+        (status, None) => (
+            "tool_error",
+            json!({"error": {"kind": format!("{status:?}").to_lowercase(), "message": "The tool did not finish."}}),
+        ),
+    }
 }
 
 /// A D2 diagram of the ThoughtFlow: runs as containers, steps as nodes, `depends_on` as edges.

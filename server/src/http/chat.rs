@@ -7,7 +7,8 @@ use axum::{
     extract::{Path, Query, State},
     http::{header, HeaderMap},
     response::{IntoResponse, Response},
-    Json,
+    routing::{get, post},
+    Json, Router,
 };
 use futures::{stream, StreamExt};
 use serde::Deserialize;
@@ -23,6 +24,15 @@ use crate::{
 
 /// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
 /// when the client asks for `application/json` (it then subscribes separately).
+/// `POST /api/chat`, a run's event stream, Stop and the answers to its approval questions.
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/chat", post(start))
+        .route("/api/runs/{run_id}/events", get(events))
+        .route("/api/runs/{run_id}/cancel", post(cancel))
+        .route("/api/runs/{run_id}/approvals/{call_id}", post(approve))
+}
+
 pub async fn start(
     State(state): State<AppState>,
     user: CurrentUser,

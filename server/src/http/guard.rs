@@ -27,7 +27,7 @@ use axum::{
 };
 use serde_json::json;
 
-use crate::error::Error;
+use crate::{config::Config, error::Error};
 
 /// The names this server answers to, lower case, without port.
 #[derive(Clone, Debug)]
@@ -40,6 +40,17 @@ pub struct HostPolicy {
 pub struct CspNonce(pub Arc<str>);
 
 impl HostPolicy {
+    /// The names `config` serves: its address, `--public-url`'s host and `--allowed-hosts`.
+    pub fn from_config(config: &Config) -> Self {
+        let names: Vec<String> = config
+            .public_url
+            .iter()
+            .chain(&config.allowed_hosts)
+            .cloned()
+            .collect();
+        Self::new(config.addr, &names)
+    }
+
     /// Loopback names, the IP we listen on (when it is a specific one) and `extra` (host names,
     /// or URLs whose host is taken).
     pub fn new(listen: SocketAddr, extra: &[String]) -> Self {

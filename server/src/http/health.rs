@@ -4,10 +4,15 @@
 //! signed-in user, in general terms to anyone else (the check is public, the error may name a path
 //! or a host).
 
-use axum::{extract::State, http::StatusCode, Extension, Json};
+use axum::{extract::State, http::StatusCode, routing::get, Extension, Json, Router};
 use serde_json::{json, Value};
 
 use super::{AppState, CurrentUser};
+
+/// `GET /healthz`.
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/healthz", get(health))
+}
 
 pub async fn health(
     State(state): State<AppState>,

@@ -1,50 +1,64 @@
 //! The read API: traces and conversations of the requesting user; a trace also for the holder of
-//! a share link to it (`?share=TOKEN`, see [`Reader`]).
+//! a share link to it (`?share=TOKEN`, see [`Reader`]). Each reads through [`crate::reads`], as the
+//! pages do.
 
 use axum::{
     extract::{Path, State},
-    Json,
+    routing::{any, get},
+    Json, Router,
 };
 
-use app::models::{Conversation, ConversationSummary};
+use app::models::{Conversation, ConversationSummary, InspectorEntry, ModelList};
 
 use super::{AppState, CurrentUser};
 use crate::{
     auth::Reader,
     error::{Error, Result},
-    store::Trace,
+    reads,
+    store::{ModelTurn, Trace},
 };
 
+/// The reads (traces, conversations, models, tools), the exports, and a JSON 404 for any other
+/// path under `/api/`.
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/models", get(models))
+        .route("/api/tools", get(tools))
+        .route("/api/traces/{trace_id}", get(trace))
+        .route("/api/traces/{trace_id}/inspector.json", get(inspector))
+        .route("/api/traces/{trace_id}/model-turns", get(model_turns))
+        .route("/thoughtflow/{file}", get(thoughtflow))
+        .route("/api/conversations", get(conversations))
+        .route("/api/conversations/{id}", get(conversation))
+        .route("/api/{*rest}", any(unknown_api))
+}
+
+/// `GET /api/traces/{trace_id}`: the trace with every event.
 pub async fn trace(
     State(state): State<AppState>,
     reader: Reader,
     Path(trace_id): Path<String>,
 ) -> Result<Json<Trace>> {
-    reader
-        .trace(&state.store, &trace_id)
-        .await?
-        .map(Json)
-        .ok_or(Error::NotFound("trace"))
+    Ok(Json(reads::trace(&state.store, &reader, &trace_id).await?))
 }
 
+/// `GET /api/conversations`: the user's conversations.
 pub async fn conversations(
     State(state): State<AppState>,
     user: CurrentUser,
 ) -> Result<Json<Vec<ConversationSummary>>> {
-    Ok(Json(state.store.list_conversations(user.id()).await?))
+    Ok(Json(reads::conversations(&state.store, user.id()).await?))
 }
 
+/// `GET /api/conversations/{id}`: one of them with its messages.
 pub async fn conversation(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
 ) -> Result<Json<Conversation>> {
-    state
-        .store
-        .get_conversation(user.id(), &id)
-        .await?
-        .map(Json)
-        .ok_or(Error::NotFound("conversation"))
+    Ok(Json(
+        reads::conversation(&state.store, user.id(), &id).await?,
+    ))
 }
 
 /// Anything else under `/api/` is a JSON 404, not a page.
@@ -53,9 +67,8 @@ pub async fn unknown_api() -> Error {
 }
 
 /// `GET /api/models`: model ids only (never a provider's URL or key), and the default.
-pub async fn models(State(state): State<AppState>) -> Json<serde_json::Value> {
-    let (models, default) = state.engine.models();
-    Json(serde_json::json!({ "models": models, "default": default }))
+pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
+    Json(reads::models(&state.engine))
 }
 
 /// `GET /api/tools`: the tools a run may call now, and each MCP server's state.
@@ -68,13 +81,10 @@ pub async fn inspector(
     State(state): State<AppState>,
     reader: Reader,
     Path(trace_id): Path<String>,
-) -> Result<Json<Vec<serde_json::Value>>> {
-    let trace = reader
-        .trace(&state.store, &trace_id)
-        .await?
-        .ok_or(Error::NotFound("trace"))?;
-    let turns = reader.model_turns(&state.store, &trace).await?;
-    Ok(Json(crate::exports::inspector(&trace, &turns)))
+) -> Result<Json<Vec<InspectorEntry>>> {
+    Ok(Json(
+        reads::inspector(&state.store, &reader, &trace_id).await?,
+    ))
 }
 
 /// `GET /api/traces/{trace_id}/model-turns`: each model turn's request and response as stored.
@@ -82,12 +92,9 @@ pub async fn model_turns(
     State(state): State<AppState>,
     reader: Reader,
     Path(trace_id): Path<String>,
-) -> Result<Json<Vec<crate::store::ModelTurn>>> {
-    let trace = reader
-        .trace(&state.store, &trace_id)
-        .await?
-        .ok_or(Error::NotFound("trace"))?;
-    Ok(Json(reader.model_turns(&state.store, &trace).await?))
+) -> Result<Json<Vec<ModelTurn>>> {
+    let (_, turns) = reads::model_turns(&state.store, &reader, &trace_id).await?;
+    Ok(Json(turns))
 }
 
 /// `GET /thoughtflow/{conversation_id}.json` and `.d2`: the conversation as a ThoughtFlow session.
@@ -103,13 +110,7 @@ pub async fn thoughtflow(
     if format != "json" && format != "d2" {
         return Err(Error::NotFound("ThoughtFlow export"));
     }
-    let conversation = state
-        .store
-        .get_conversation(user.id(), id)
-        .await?
-        .ok_or(Error::NotFound("conversation"))?;
-    let traces = state.store.traces_for_conversation(user.id(), id).await?;
-    let flow = crate::exports::thoughtflow(&conversation, &traces);
+    let flow = reads::thoughtflow(&state.store, user.id(), id).await?;
     Ok(match format {
         "json" => Json(flow).into_response(),
         _ => (

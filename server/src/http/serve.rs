@@ -18,6 +18,8 @@ use hyper_util::{
 use tokio::{net::TcpListener, sync::Semaphore};
 use tower::ServiceExt;
 
+use crate::config::Config;
+
 /// What bounds the connections a server holds.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
@@ -25,6 +27,19 @@ pub struct ConnectionLimits {
     pub header_read_timeout: Duration,
     /// How long open connections get after the shutdown signal.
     pub drain: Duration,
+}
+
+impl ConnectionLimits {
+    /// The limits `config` asks for, the cap lowered to fit the open-files limit `open_files`.
+    pub fn from_config(config: &Config, open_files: u64) -> Self {
+        // Room for the database, the site's files, tools and the listener.
+        let room = open_files.saturating_sub(256).max(16);
+        ConnectionLimits {
+            max_connections: config.max_connections.clamp(1, room as usize),
+            header_read_timeout: Duration::from_secs(config.header_read_timeout_secs.max(1)),
+            drain: config.shutdown_drain(),
+        }
+    }
 }
 
 /// Serves `router` on `listener` until `shutdown` completes, then drains.

@@ -12,7 +12,8 @@ use axum::{
     http::{header, HeaderMap, StatusCode},
     middleware::Next,
     response::{Html, IntoResponse, Redirect, Response},
-    Extension, Form,
+    routing::{get, post},
+    Extension, Form, Router,
 };
 use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 use serde::Deserialize;
@@ -44,6 +45,14 @@ fn reads_shared(request: &Request) -> bool {
                 | "/api/fn/inspector"
                 | "/api/fn/model_turns"
         )
+}
+
+/// The sign-in page, signing in and signing out.
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/login", get(login_page))
+        .route("/auth/login", post(login))
+        .route("/auth/logout", post(logout))
 }
 
 pub async fn authenticate(

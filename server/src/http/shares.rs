@@ -5,7 +5,8 @@ use axum::{
     extract::{Path, State},
     http::StatusCode,
     response::{IntoResponse, Response},
-    Json,
+    routing::{delete, get},
+    Json, Router,
 };
 use serde::{Deserialize, Serialize};
 
@@ -43,6 +44,13 @@ pub struct NewShare {
 }
 
 /// `POST /api/traces/{trace_id}/shares`: a new link (201).
+/// A trace's share links: made, listed and revoked by its owner.
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/traces/{trace_id}/shares", get(list).post(create))
+        .route("/api/traces/{trace_id}/shares/{token}", delete(revoke))
+}
+
 pub async fn create(
     State(state): State<AppState>,
     user: CurrentUser,

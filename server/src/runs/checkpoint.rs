@@ -1,7 +1,11 @@
-//! One checkpointer for every run. Each [`CHECKPOINT_INTERVAL`] (sooner after a `tool_result`) it
-//! appends the new events of all running runs in one SQLite transaction: one commit per interval
-//! rather than one per run, so thousands of concurrent runs stay within what one writer commits.
-//! A crash loses at most the events of the last interval plus one write.
+//! One checkpointer for every run. Each [`CHECKPOINT_INTERVAL`] (sooner after a `tool_result`;
+//! [`SHARED_CHECKPOINT_INTERVAL`] on PostgreSQL) it appends the new events of the running runs in
+//! one transaction of the store's one writer, on either database: one commit per interval rather
+//! than one per run, so thousands of concurrent runs stay within what one writer commits. A
+//! transaction holds at most `RUNS_PER_TRANSACTION` runs (`SHARED_RUNS_PER_TRANSACTION` on
+//! PostgreSQL), so past that an interval is several short transactions. Each is whole or nothing
+//! (`Store::append_chunks`: one writer job; `tests/store.rs` checks it on both databases). A crash
+//! loses at most the events of the last interval plus one write.
 //!
 //! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.

@@ -558,6 +558,34 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
     }
 }
 
+/// Agents and tools reach their run through [`RunSink`] only.
+impl RunSink for Run {
+    fn emit(&self, kind: EventKind) -> Option<u64> {
+        Run::emit(self, kind)
+    }
+    fn event_count(&self) -> u64 {
+        Run::event_count(self)
+    }
+    fn cancellation(&self) -> &CancellationToken {
+        Run::cancellation(self)
+    }
+    fn request_approval(
+        &self,
+        call_id: &str,
+        name: &str,
+        args: &serde_json::Value,
+    ) -> oneshot::Receiver<ApprovalAnswer> {
+        Run::request_approval(self, call_id, name, args)
+    }
+    fn resolve_approval(
+        &self,
+        call_id: &str,
+        answer: ApprovalAnswer,
+    ) -> Result<(), ApprovalRefused> {
+        Run::resolve_approval(self, call_id, answer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -613,33 +641,5 @@ mod tests {
         });
         assert_eq!(backwards, 0, "the published seq moved backwards");
         assert_eq!(run.published().last_seq, 80_000);
-    }
-}
-
-/// Agents and tools reach their run through [`RunSink`] only.
-impl RunSink for Run {
-    fn emit(&self, kind: EventKind) -> Option<u64> {
-        Run::emit(self, kind)
-    }
-    fn event_count(&self) -> u64 {
-        Run::event_count(self)
-    }
-    fn cancellation(&self) -> &CancellationToken {
-        Run::cancellation(self)
-    }
-    fn request_approval(
-        &self,
-        call_id: &str,
-        name: &str,
-        args: &serde_json::Value,
-    ) -> oneshot::Receiver<ApprovalAnswer> {
-        Run::request_approval(self, call_id, name, args)
-    }
-    fn resolve_approval(
-        &self,
-        call_id: &str,
-        answer: ApprovalAnswer,
-    ) -> Result<(), ApprovalRefused> {
-        Run::resolve_approval(self, call_id, answer)
     }
 }

@@ -1,24 +1,46 @@
 //! Storage: conversations, messages and agent traces. Callers use [`Store`]'s methods and never
 //! write SQL, and do not know which database answers: SQLite (the embedded default, one file) or
 //! PostgreSQL (`--database-url postgres://…`, for several instances on one database). Each backend
-//! has its own SQL in its own module; what does not depend on the database (recovering runs left
-//! running, titles, the JSON of messages) is written once here.
+//! has its own SQL in its own module; what does not depend on the database is written once:
+//! recovering runs left running (`recovery`), the JSON of messages and events (`json`), the
+//! records callers exchange with the store (`records`), rows to values (`rows`), and titles here.
 
+/// Calls the same method on whichever backend this is.
+macro_rules! on_backend {
+    ($store:expr, $method:ident ( $($arg:expr),* )) => {
+        match $store {
+            Store::Sqlite(backend) => backend.$method($($arg),*).await,
+            Store::Postgres(backend) => backend.$method($($arg),*).await,
+        }
+    };
+}
+
+mod json;
 mod postgres;
+mod records;
+mod recovery;
 mod rows;
 mod sqlite;
 mod writer;
 
-use app::protocol::ErrorCode;
 use std::sync::Arc;
 
 use app::models::{Conversation, ConversationSummary};
-use app::protocol::{fold, CancelledBy, Event, EventKind, Message, MessageStatus};
-use serde::Serialize;
+use app::protocol::{MessageStatus, TraceStatus};
 
 pub use app::models::Trace;
+pub use json::join_json_array;
 pub use postgres::{PgStore, TraceEvents, HEARTBEAT_INTERVAL};
+pub use records::{
+    CheckpointChunk, FinishedTrace, ModelTurn, NewRun, OwnedFinish, StartedRun, StoredEvents,
+    StoredUser, TraceShare,
+};
+pub use recovery::LeftoverRun;
 pub use sqlite::SqliteStore;
+
+use json::{
+    after_seq, decode_chunks, decode_events, decode_message, encode_message, events_of_array,
+};
 
 use crate::error::{Error, Result};
 
@@ -34,16 +56,6 @@ pub const MAX_SHARES_PER_TRACE: usize = 20;
 pub enum Store {
     Sqlite(SqliteStore),
     Postgres(PgStore),
-}
-
-/// Calls the same method on whichever backend this is.
-macro_rules! on_backend {
-    ($store:expr, $method:ident ( $($arg:expr),* )) => {
-        match $store {
-            Store::Sqlite(backend) => backend.$method($($arg),*).await,
-            Store::Postgres(backend) => backend.$method($($arg),*).await,
-        }
-    };
 }
 
 impl Store {
@@ -126,6 +138,12 @@ impl Store {
     /// The model turns of a trace, in order, for the inspector.
     pub async fn model_turns(&self, trace_id: &str) -> Result<Vec<ModelTurn>> {
         on_backend!(self, model_turns(trace_id))
+    }
+
+    /// A trace's events with seq > `after` (JSON each) as stored now, and whether it has ended:
+    /// its checkpoints while it runs, its closed array after. `None` when there is no such trace.
+    pub async fn events_after(&self, trace_id: &str, after: u64) -> Result<Option<StoredEvents>> {
+        on_backend!(self, events_after(trace_id, after))
     }
 
     pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
@@ -244,270 +262,16 @@ impl Store {
             Store::Sqlite(_) => None,
         }
     }
-
-    /// Marks traces left `running` by an earlier process as `interrupted`, keeping their
-    /// checkpointed events, and shows that on their messages. A trace that cannot be read whole
-    /// keeps what could be read; one that cannot be recovered at all is logged and skipped, so a
-    /// damaged row never stops the server from starting. Returns how many there were.
-    pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
-        self.interrupt(true, now).await
-    }
-
-    /// On PostgreSQL, ends the runs of instances whose lease has expired (see `bus`), as
-    /// [`Store::interrupt_leftover_runs`] does at start. Two survivors may both try: the trace
-    /// closes once, and only that close is published.
-    pub async fn interrupt_orphaned_runs(&self, now: &str) -> Result<usize> {
-        self.interrupt(false, now).await
-    }
-
-    async fn interrupt(&self, include_own: bool, now: &str) -> Result<usize> {
-        let leftovers = match self {
-            Store::Sqlite(backend) => backend.leftover_runs().await?,
-            Store::Postgres(backend) => backend.leftover_runs(include_own).await?,
-        };
-        for leftover in &leftovers {
-            if let Err(error) = self.interrupt_one(leftover, now).await {
-                let trace_id = &leftover.trace_id;
-                tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
-            }
-        }
-        Ok(leftovers.len())
-    }
-
-    async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<()> {
-        let mut events = on_backend!(self, checkpointed_events(&leftover.trace_id))?;
-        // A run whose terminal event was checkpointed but whose trace was not closed keeps it.
-        if events.last().is_some_and(|event| event.kind.is_terminal()) {
-            events.pop();
-        }
-        let mut message = match fold(&events) {
-            Some(message) => message,
-            None => self.stored_message(&leftover.message_id).await?,
-        };
-        message.status = MessageStatus::Interrupted;
-        message.ended_reason = Some(INTERRUPTED_REASON.to_owned());
-        let duration = match (
-            app::protocol::parse_rfc3339_millis(&leftover.started_at),
-            events.last(),
-        ) {
-            (Some(start), Some(last)) => {
-                app::protocol::parse_rfc3339_millis(&last.ts).map(|end| (end - start).max(0) as u64)
-            }
-            _ => None,
-        };
-        message.duration_ms = duration;
-        // One terminal event, so that a reader of the stream (on any instance) sees the end.
-        events.push(Event {
-            seq: events.last().map_or(1, |last| last.seq + 1),
-            run_id: leftover.run_id.clone(),
-            ts: now.to_owned(),
-            kind: EventKind::MessageError {
-                code: ErrorCode::Interrupted,
-                error: INTERRUPTED_REASON.to_owned(),
-                message: message.clone(),
-            },
-        });
-        let json: Vec<Arc<str>> = events
-            .iter()
-            .map(|event| serde_json::to_string(event).map(Arc::from))
-            .collect::<Result<_, _>>()
-            .map_err(|error| Error::Internal(error.to_string()))?;
-        self.finish_run(FinishedTrace {
-            trace_id: &leftover.trace_id,
-            message: &message,
-            completed_at: now,
-            duration_ms: duration.unwrap_or(0),
-            cancelled_by: None,
-            reason: message.ended_reason.as_deref(),
-            error_code: Some(&ErrorCode::Interrupted),
-            events: &json,
-            model_turns: &[],
-        })
-        .await
-    }
-
-    /// The stored message; an empty assistant message when it cannot be read.
-    async fn stored_message(&self, message_id: &str) -> Result<Message> {
-        let (body, created_at) = on_backend!(self, stored_message(message_id))?;
-        Ok(decode_message(body).unwrap_or_else(|error| {
-            tracing::warn!(%message_id, %error, "a stored message could not be read");
-            Message::assistant(message_id.to_owned(), String::new(), created_at)
-        }))
-    }
 }
 
-/// A user as stored: id (the owner id of everything they create), name, password hash.
-#[derive(Clone, Debug)]
-pub struct StoredUser {
-    pub user_id: String,
-    pub name: String,
-    pub password_hash: String,
-}
-
-/// One link as stored and as `GET /api/traces/{id}/shares` lists it.
-#[derive(Clone, Debug, Serialize)]
-pub struct TraceShare {
-    pub token: String,
-    pub trace_id: String,
-    #[serde(skip)]
-    pub owner_id: String,
-    pub created_at: String,
-    /// Whether the link shows the conversation before its turn (in the model turns' requests);
-    /// without it a link shows its own turn only.
-    #[serde(default)]
-    pub include_history: bool,
-}
-
-/// What `POST /api/chat` asks the store to create in one transaction.
-#[derive(Debug)]
-pub struct NewRun {
-    pub owner_id: String,
-    pub conversation_id: Option<String>,
-    pub content: String,
-    pub model: Option<String>,
-    pub default_model: String,
-    pub run_id: String,
-    pub trace_id: String,
-    pub user_message_id: String,
-    pub assistant_message_id: String,
-    pub now: String,
-}
-
-/// What the store created for a new run.
-#[derive(Clone, Debug)]
-pub struct StartedRun {
-    pub conversation_id: String,
-    pub model: String,
-    /// The conversation's earlier messages, oldest first (the new user message excluded).
-    pub history: Vec<Message>,
-    pub user_message: Message,
-}
-
-/// What an interrupted run's message says.
-const INTERRUPTED_REASON: &str = "The server stopped while this run was going.";
-
-/// A trace still marked `running` when the server starts.
-#[derive(Debug)]
-pub struct LeftoverRun {
-    pub run_id: String,
-    pub trace_id: String,
-    pub message_id: String,
-    pub started_at: String,
-}
-
-/// New events of one running trace, ready to store: a JSON array of the events `first_seq ..=
-/// last_seq`. Built off the async workers (see `runs::Checkpointer`).
-#[derive(Debug)]
-pub struct CheckpointChunk {
-    pub trace_id: String,
-    pub first_seq: u64,
-    pub last_seq: u64,
-    pub events_json: String,
-}
-
-impl CheckpointChunk {
-    /// The chunk of `events` (JSON with their seq, in order); `None` when there are none.
-    pub fn new(trace_id: &str, events: &[(u64, std::sync::Arc<str>)]) -> Option<Self> {
-        let first_seq = events.first()?.0;
-        let last_seq = events.last()?.0;
-        let json: Vec<&str> = events.iter().map(|(_, json)| json.as_ref()).collect();
-        Some(CheckpointChunk {
-            trace_id: trace_id.to_owned(),
-            first_seq,
-            last_seq,
-            events_json: join_json_array(&json),
-        })
-    }
-}
-
-/// `[a,b,c]` from JSON texts, without parsing them.
-pub fn join_json_array<T: AsRef<str>>(items: &[T]) -> String {
-    let mut out = String::with_capacity(
-        items
-            .iter()
-            .map(|item| item.as_ref().len() + 1)
-            .sum::<usize>()
-            + 2,
-    );
-    out.push('[');
-    for (index, item) in items.iter().enumerate() {
-        if index > 0 {
-            out.push(',');
-        }
-        out.push_str(item.as_ref());
-    }
-    out.push(']');
-    out
-}
-
-/// The trace row's final state.
-#[derive(Debug)]
-pub struct FinishedTrace<'a> {
-    pub trace_id: &'a str,
-    pub message: &'a Message,
-    pub completed_at: &'a str,
-    pub duration_ms: u64,
-    pub cancelled_by: Option<CancelledBy>,
-    pub reason: Option<&'a str>,
-    pub error_code: Option<&'a ErrorCode>,
-    /// Every event of the run as JSON, in seq order.
-    pub events: &'a [std::sync::Arc<str>],
-    /// The run's model turns (none for the demo and scenario agents).
-    pub model_turns: &'a [ModelTurn],
-}
-
-/// A finished trace as the writer's job owns it.
-pub struct OwnedFinish {
-    trace_id: String,
-    message: Message,
-    completed_at: String,
-    duration_ms: u64,
-    cancelled_by: Option<&'static str>,
-    reason: Option<String>,
-    error_code: Option<String>,
-    events_json: String,
-    model_turns: Vec<ModelTurn>,
-}
-
-impl From<FinishedTrace<'_>> for OwnedFinish {
-    fn from(finished: FinishedTrace<'_>) -> Self {
-        OwnedFinish {
-            trace_id: finished.trace_id.to_owned(),
-            message: finished.message.clone(),
-            completed_at: finished.completed_at.to_owned(),
-            duration_ms: finished.duration_ms,
-            cancelled_by: finished.cancelled_by.map(|by| by.as_str()),
-            reason: finished.reason.map(str::to_owned),
-            error_code: finished.error_code.map(|code| code.as_str().to_owned()),
-            events_json: join_json_array(finished.events),
-            model_turns: finished.model_turns.to_vec(),
-        }
-    }
-}
-
-/// One model turn: the request body as sent (in its wire `format`) and the response as received,
-/// as an OpenAI chat completion.
-#[derive(Clone, Debug, Serialize)]
-pub struct ModelTurn {
-    pub model: String,
-    /// The wire format `request` is in (`openai_chat`, `openai_responses`, `anthropic`).
-    #[serde(default)]
-    pub format: crate::records::ProviderKind,
-    /// The run's last event seq before the request went out.
-    pub after_seq: u64,
-    pub request: serde_json::Value,
-    pub response: serde_json::Value,
-    pub started_at: String,
-    pub completed_at: String,
-}
-
-pub fn trace_status(status: MessageStatus) -> &'static str {
+/// The stored trace's status for its message's: the one place a run's end becomes a trace status.
+pub fn trace_status(status: MessageStatus) -> TraceStatus {
     match status {
-        MessageStatus::Streaming => "running",
-        MessageStatus::Complete => "completed",
-        MessageStatus::Cancelled => "cancelled",
-        MessageStatus::Error => "error",
-        MessageStatus::Interrupted => "interrupted",
+        MessageStatus::Streaming => TraceStatus::Running,
+        MessageStatus::Complete => TraceStatus::Completed,
+        MessageStatus::Cancelled => TraceStatus::Cancelled,
+        MessageStatus::Error => TraceStatus::Error,
+        MessageStatus::Interrupted => TraceStatus::Interrupted,
     }
 }
 
@@ -524,25 +288,6 @@ fn title_for(content: &str) -> String {
         Some(cut) => format!("{}…", cut.trim_end()),
         None if line.is_empty() => "New conversation".to_owned(),
         None => line,
-    }
-}
-
-fn encode_message(message: &Message) -> Result<String> {
-    serde_json::to_string(message).map_err(|error| Error::Internal(error.to_string()))
-}
-
-fn decode_message(json: String) -> Result<Message> {
-    serde_json::from_str(&json).map_err(|error| Error::Internal(format!("stored message: {error}")))
-}
-
-/// Events of a stored JSON array; `None` (logged) when the array is damaged.
-fn decode_chunk(trace_id: &str, first_seq: i64, json: &str) -> Option<Vec<Event>> {
-    match serde_json::from_str::<Vec<Event>>(json) {
-        Ok(chunk) => Some(chunk),
-        Err(error) => {
-            tracing::error!(%trace_id, first_seq, %error, "a damaged checkpoint: the events from here on are lost");
-            None
-        }
     }
 }
 

@@ -1,68 +1,67 @@
-//! Rows to values, once for both databases: each backend selects the same column names (times
-//! as RFC 3339 text, JSON as text), and these read them from a SQLite or a PostgreSQL row.
+//! Rows as both databases return them, read with `sqlx::FromRow`, and turned into values once.
+//! Each backend selects the same column names with the same types: times as RFC 3339 text (in
+//! PostgreSQL `rfc3339_millis(...)` of a TIMESTAMPTZ; in SQLite the TEXT as stored), JSON as text
+//! (in PostgreSQL `::text` of a JSONB; in SQLite the TEXT as stored), counts as 64-bit integers. A
+//! row decodes the same way from either, and what its text means (a status, JSON) is read here,
+//! where a damaged value becomes a clear error.
 
-use app::models::ConversationSummary;
+use app::models::{ActiveRun, ConversationSummary};
 use app::protocol::{CancelledBy, ErrorCode, Event, TraceStatus};
-use sqlx::{ColumnIndex, Decode, Row, Type};
 
-use super::{LeftoverRun, ModelTurn, StoredUser, Trace, TraceShare};
+use super::{ModelTurn, Trace};
 use crate::error::{Error, Result};
 
-/// A row whose columns decode as text and as 64-bit integers (SQLite's and PostgreSQL's rows).
-pub(super) trait StoreRow: Row {
-    fn text(&self, column: &str) -> Result<String>;
-    fn maybe_text(&self, column: &str) -> Result<Option<String>>;
-    fn int(&self, column: &str) -> Result<i64>;
-    fn maybe_int(&self, column: &str) -> Result<Option<i64>>;
+/// A row of `agent_traces`. `status` and `cancelled_by` stay TEXT in the database and become
+/// their enums in [`TraceRow::into_trace`], the one place that reads them.
+#[derive(sqlx::FromRow)]
+pub(super) struct TraceRow {
+    pub trace_id: String,
+    run_id: String,
+    conversation_id: String,
+    message_id: String,
+    user_message_id: String,
+    model: String,
+    status: String,
+    started_at: String,
+    completed_at: Option<String>,
+    total_tool_calls: i64,
+    input_tokens: Option<i64>,
+    output_tokens: Option<i64>,
+    reasoning_tokens: Option<i64>,
+    total_tokens_used: Option<i64>,
+    total_duration_ms: Option<i64>,
+    cancelled_by: Option<String>,
+    cancellation_reason: Option<String>,
+    error_code: Option<String>,
+    /// Every event as a JSON array once the trace has closed; `None` while it runs.
+    pub events: Option<String>,
 }
 
-impl<R> StoreRow for R
-where
-    R: Row,
-    for<'c> &'c str: ColumnIndex<R>,
-    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
-    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
-{
-    fn text(&self, column: &str) -> Result<String> {
-        Ok(self.try_get(column)?)
+impl TraceRow {
+    /// The trace with its events (the closed array's, or the checkpoints' while it runs).
+    pub(super) fn into_trace(self, events: Vec<Event>) -> Result<Trace> {
+        Ok(Trace {
+            status: trace_status(&self.status)?,
+            cancelled_by: self.cancelled_by.as_deref().map(cancelled_by).transpose()?,
+            error_code: self.error_code.map(ErrorCode::from),
+            trace_id: self.trace_id,
+            run_id: self.run_id,
+            conversation_id: self.conversation_id,
+            message_id: self.message_id,
+            user_message_id: self.user_message_id,
+            model: self.model,
+            started_at: self.started_at,
+            completed_at: self.completed_at,
+            total_tool_calls: self.total_tool_calls,
+            input_tokens: self.input_tokens,
+            output_tokens: self.output_tokens,
+            reasoning_tokens: self.reasoning_tokens,
+            total_tokens_used: self.total_tokens_used,
+            total_duration_ms: self.total_duration_ms,
+            cancellation_reason: self.cancellation_reason,
+            events,
+        })
     }
-    fn maybe_text(&self, column: &str) -> Result<Option<String>> {
-        Ok(self.try_get(column)?)
-    }
-    fn int(&self, column: &str) -> Result<i64> {
-        Ok(self.try_get(column)?)
-    }
-    fn maybe_int(&self, column: &str) -> Result<Option<i64>> {
-        Ok(self.try_get(column)?)
-    }
-}
-
-/// A trace row (every column of `agent_traces` but `events`) with its events.
-pub(super) fn trace(row: &impl StoreRow, events: Vec<Event>) -> Result<Trace> {
-    Ok(Trace {
-        trace_id: row.text("trace_id")?,
-        run_id: row.text("run_id")?,
-        conversation_id: row.text("conversation_id")?,
-        message_id: row.text("message_id")?,
-        user_message_id: row.text("user_message_id")?,
-        model: row.text("model")?,
-        status: trace_status(&row.text("status")?)?,
-        started_at: row.text("started_at")?,
-        completed_at: row.maybe_text("completed_at")?,
-        total_tool_calls: row.int("total_tool_calls")?,
-        input_tokens: row.maybe_int("input_tokens")?,
-        output_tokens: row.maybe_int("output_tokens")?,
-        reasoning_tokens: row.maybe_int("reasoning_tokens")?,
-        total_tokens_used: row.maybe_int("total_tokens_used")?,
-        total_duration_ms: row.maybe_int("total_duration_ms")?,
-        cancelled_by: row
-            .maybe_text("cancelled_by")?
-            .map(|by| cancelled_by(&by))
-            .transpose()?,
-        cancellation_reason: row.maybe_text("cancellation_reason")?,
-        error_code: row.maybe_text("error_code")?.map(ErrorCode::from),
-        events,
-    })
 }
 
 /// A stored status that no version of Glassbox wrote reads as a damaged row, not a guess.
@@ -82,55 +81,79 @@ fn cancelled_by(text: &str) -> Result<CancelledBy> {
     }
 }
 
-pub(super) fn summary(row: &impl StoreRow) -> Result<ConversationSummary> {
-    Ok(ConversationSummary {
-        id: row.text("id")?,
-        title: row.text("title")?,
-        model: row.text("model")?,
-        created_at: row.text("created_at")?,
-        updated_at: row.text("updated_at")?,
-    })
+/// A row of `conversations` (the app's `ConversationSummary` knows nothing of sqlx).
+#[derive(sqlx::FromRow)]
+pub(super) struct SummaryRow {
+    id: String,
+    title: String,
+    model: String,
+    created_at: String,
+    updated_at: String,
 }
 
-pub(super) fn model_turn(row: &impl StoreRow) -> Result<ModelTurn> {
-    let parse = |column: &str| -> Result<serde_json::Value> {
-        serde_json::from_str(&row.text(column)?)
-            .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
-    };
-    Ok(ModelTurn {
-        model: row.text("model")?,
-        format: crate::records::ProviderKind::parse(&row.text("format")?),
-        after_seq: row.int("after_seq")?.max(0) as u64,
-        request: parse("request")?,
-        response: parse("response")?,
-        started_at: row.text("started_at")?,
-        completed_at: row.text("completed_at")?,
-    })
+impl From<SummaryRow> for ConversationSummary {
+    fn from(row: SummaryRow) -> Self {
+        ConversationSummary {
+            id: row.id,
+            title: row.title,
+            model: row.model,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        }
+    }
 }
 
-pub(super) fn leftover(row: &impl StoreRow) -> Result<LeftoverRun> {
-    Ok(LeftoverRun {
-        run_id: row.text("run_id")?,
-        trace_id: row.text("trace_id")?,
-        message_id: row.text("message_id")?,
-        started_at: row.text("started_at")?,
-    })
+/// The run going in a conversation.
+#[derive(sqlx::FromRow)]
+pub(super) struct ActiveRunRow {
+    run_id: String,
+    message_id: String,
 }
 
-pub(super) fn user(row: &impl StoreRow) -> Result<StoredUser> {
-    Ok(StoredUser {
-        user_id: row.text("user_id")?,
-        name: row.text("name")?,
-        password_hash: row.text("password_hash")?,
-    })
+impl From<ActiveRunRow> for ActiveRun {
+    fn from(row: ActiveRunRow) -> Self {
+        ActiveRun {
+            run_id: row.run_id,
+            message_id: row.message_id,
+        }
+    }
 }
 
-pub(super) fn share(row: &impl StoreRow) -> Result<TraceShare> {
-    Ok(TraceShare {
-        token: row.text("token")?,
-        trace_id: row.text("trace_id")?,
-        owner_id: row.text("owner_id")?,
-        created_at: row.text("created_at")?,
-        include_history: row.int("include_history")? != 0,
-    })
+/// A row of `model_turns`: the request and the response are JSON text.
+#[derive(sqlx::FromRow)]
+pub(super) struct ModelTurnRow {
+    model: String,
+    format: String,
+    after_seq: i64,
+    request: String,
+    response: String,
+    started_at: String,
+    completed_at: String,
+}
+
+impl TryFrom<ModelTurnRow> for ModelTurn {
+    type Error = Error;
+
+    fn try_from(row: ModelTurnRow) -> Result<Self> {
+        let parse = |json: &str| -> Result<serde_json::Value> {
+            serde_json::from_str(json)
+                .map_err(|error| Error::Internal(format!("stored model turn: {error}")))
+        };
+        Ok(ModelTurn {
+            format: crate::records::ProviderKind::parse(&row.format),
+            after_seq: row.after_seq.max(0) as u64,
+            request: parse(&row.request)?,
+            response: parse(&row.response)?,
+            model: row.model,
+            started_at: row.started_at,
+            completed_at: row.completed_at,
+        })
+    }
+}
+
+/// A checkpoint row: the events `first_seq ..` as a JSON array.
+#[derive(sqlx::FromRow)]
+pub(super) struct ChunkRow {
+    pub first_seq: i64,
+    pub events: String,
 }

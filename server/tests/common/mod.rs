@@ -111,7 +111,7 @@ impl TestServer {
         // The binary's own accept loop (connection cap, header timeout, peer address), not
         // axum::serve, so these tests exercise what the binary serves with.
         let router = server.router;
-        let limits = config.connection_limits(65_536);
+        let limits = glassbox::http::serve::ConnectionLimits::from_config(&config, 65_536);
         let task = tokio::spawn(glassbox::http::serve::serve(
             listener,
             router,
@@ -185,6 +185,18 @@ impl TestServer {
         let response = self.client.get(self.url(path)).send().await.expect("GET");
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The trace's Agent Inspector export, checked to be written as it always was: each object's
+    /// keys in the order a `serde_json::Value` writes them (sorted), so the bytes stay the same.
+    pub async fn inspector(&self, trace_id: &str) -> Value {
+        let path = format!("/api/traces/{trace_id}/inspector.json");
+        let response = self.client.get(self.url(&path)).send().await.expect("GET");
+        assert_eq!(response.status(), 200, "{path}");
+        let text = response.text().await.expect("the export");
+        let export: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(export.to_string(), text, "the inspector export's bytes");
+        export
     }
 
     pub async fn post_json(&self, path: &str, body: Value) -> (u16, Value) {

@@ -55,75 +55,86 @@ fn Field(label: &'static str, value: String) -> impl IntoView {
 }
 
 #[component]
-fn InspectorEntry(index: usize, entry: serde_json::Value) -> impl IntoView {
-    let kind = entry["type"].as_str().unwrap_or_default().to_owned();
-    if kind == "llm_request" {
-        let model = as_text(&entry["model"]);
-        let message = &entry["response"]["choices"][0]["message"];
-        let output = as_text(&message["content"]);
-        let calls = message["tool_calls"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        let conversation = entry["conversation"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        view! {
-            <details class="inspector-entry llm-request">
-                <summary>{format!("{}. LLM request · {model}", index + 1)}</summary>
-                <Field label="Model" value=model.clone() />
-                <div class="inspector-label">"Conversation"</div>
-                {conversation
+fn InspectorEntry(index: usize, entry: crate::models::InspectorEntry) -> impl IntoView {
+    use crate::models::InspectorEntry as Entry;
+    let (name, arguments, result, cli_output, status) = match entry {
+        Entry::LlmRequest(entry) => return llm_request_entry(index, entry),
+        Entry::ToolCall(call) => (
+            call.tool_name,
+            call.arguments,
+            call.result,
+            call.cli_output,
+            call.status,
+        ),
+        Entry::Mcp(call) => (
+            call.tool,
+            call.arguments,
+            call.result,
+            call.cli_output,
+            call.status,
+        ),
+    };
+    let status = as_text(&serde_json::to_value(status).unwrap_or_default());
+    view! {
+        <details class="inspector-entry tool-call-entry">
+            <summary>{format!("{}. Tool call · {name}", index + 1)}</summary>
+            <Field label="Tool name" value=name.clone() />
+            <Field label="Arguments" value=as_text(&arguments) />
+            <Field label="Result" value=result />
+            {cli_output.map(|out| view! { <Field label="CLI output" value=out /> })}
+            <Field label="Status" value=status />
+        </details>
+    }
+    .into_any()
+}
+
+fn llm_request_entry(index: usize, entry: crate::models::LlmRequestEntry) -> AnyView {
+    let model = entry.model;
+    let message = &entry.response["choices"][0]["message"];
+    let output = as_text(&message["content"]);
+    let calls = message["tool_calls"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    view! {
+        <details class="inspector-entry llm-request">
+            <summary>{format!("{}. LLM request · {model}", index + 1)}</summary>
+            <Field label="Model" value=model.clone() />
+            <div class="inspector-label">"Conversation"</div>
+            {entry.conversation
+                .into_iter()
+                .map(|m| {
+                    let rows = m.content.lines().count().clamp(1, 12).to_string();
+                    view! {
+                        <details class="inspector-message">
+                            <summary>{m.role}</summary>
+                            <textarea readonly rows=rows>{m.content}</textarea>
+                        </details>
+                    }
+                })
+                .collect_view()}
+            <Field label="Output" value=output />
+            {(!calls.is_empty()).then(|| view! {
+                <div class="inspector-label">"Tool calls"</div>
+                {calls
                     .into_iter()
-                    .map(|m| {
-                        let role = as_text(&m["role"]);
-                        let content = as_text(&m["content"]);
-                        let rows = content.lines().count().clamp(1, 12).to_string();
+                    .map(|call| {
+                        let name = as_text(&call["function"]["name"]);
+                        let arguments: serde_json::Value = json::parse(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or_default();
+                        let pairs: Vec<(String, String)> = arguments.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), as_text(v))).collect()).unwrap_or_default();
                         view! {
-                            <details class="inspector-message">
-                                <summary>{role}</summary>
-                                <textarea readonly rows=rows>{content}</textarea>
-                            </details>
+                            <div class="inspector-call">
+                                <strong>{name}</strong>
+                                <table>
+                                    {pairs.into_iter().map(|(key, value)| view! { <tr><th>{key}</th><td><pre>{value}</pre></td></tr> }).collect_view()}
+                                </table>
+                            </div>
                         }
                     })
                     .collect_view()}
-                <Field label="Output" value=output />
-                {(!calls.is_empty()).then(|| view! {
-                    <div class="inspector-label">"Tool calls"</div>
-                    {calls
-                        .into_iter()
-                        .map(|call| {
-                            let name = as_text(&call["function"]["name"]);
-                            let arguments: serde_json::Value = json::parse(call["function"]["arguments"].as_str().unwrap_or("{}")).unwrap_or_default();
-                            let pairs: Vec<(String, String)> = arguments.as_object().map(|o| o.iter().map(|(k, v)| (k.clone(), as_text(v))).collect()).unwrap_or_default();
-                            view! {
-                                <div class="inspector-call">
-                                    <strong>{name}</strong>
-                                    <table>
-                                        {pairs.into_iter().map(|(key, value)| view! { <tr><th>{key}</th><td><pre>{value}</pre></td></tr> }).collect_view()}
-                                    </table>
-                                </div>
-                            }
-                        })
-                        .collect_view()}
-                })}
-                {entry["annotation"].as_str().map(|note| view! { <Field label="Annotation" value=note.to_owned() /> })}
-            </details>
-        }
-        .into_any()
-    } else {
-        let name = as_text(&entry["tool_name"]);
-        view! {
-            <details class="inspector-entry tool-call-entry">
-                <summary>{format!("{}. Tool call · {name}", index + 1)}</summary>
-                <Field label="Tool name" value=name.clone() />
-                <Field label="Arguments" value=as_text(&entry["arguments"]) />
-                <Field label="Result" value=as_text(&entry["result"]) />
-                {entry.get("cli_output").map(|out| view! { <Field label="CLI output" value=as_text(out) /> })}
-                <Field label="Status" value=as_text(&entry["status"]) />
-            </details>
-        }
-        .into_any()
+            })}
+            {entry.annotation.map(|note| view! { <Field label="Annotation" value=note /> })}
+        </details>
     }
+    .into_any()
 }

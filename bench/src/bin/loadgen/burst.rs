@@ -78,28 +78,62 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
             ))
         })
         .collect();
-    let (mut first, mut latencies, mut events, mut errors) =
-        (Vec::new(), Vec::new(), 0, Vec::new());
+    let mut totals = Totals::default();
     for task in tasks {
         match task.await {
             Ok(outcome) => {
-                first.extend(outcome.first_event_us);
-                latencies.extend(outcome.latencies_us);
-                events += outcome.events;
-                errors.extend(outcome.error);
+                totals.first.extend(outcome.first_event_us);
+                totals.latencies.extend(outcome.latencies_us);
+                totals.events += outcome.events;
+                totals.errors.extend(outcome.error);
             }
-            Err(error) => errors.push(error.to_string()),
+            Err(error) => totals.errors.push(error.to_string()),
         }
     }
     let elapsed = wall.elapsed().as_secs_f64();
-    let peak = server.usage();
+    let rss = server.usage().rss_bytes;
     drop(server);
-    let ms = |us: u64| us as f64 / 1000.0;
-    let (first_p50, first_p99, first_max) = summary(&mut first);
-    let (p50, p99, max) = summary(&mut latencies);
     println!(
-        "burst: {runs} runs started over {over} s, {deltas} deltas each at {rate}/s; {events} events in {elapsed:.1} s"
+        "burst: {runs} runs started over {over} s, {deltas} deltas each at {rate}/s; {} events in {elapsed:.1} s",
+        totals.events
     );
+    let Totals {
+        mut first,
+        mut latencies,
+        errors,
+        ..
+    } = totals;
+    report(runs, over, &mut first, &mut latencies, rss, errors.len());
+    if let Some(error) = errors.first() {
+        return Err(format!("{} runs failed (first: {error})", errors.len()));
+    }
+    if first.len() != runs {
+        return Err(format!("only {} of {runs} runs sent an event", first.len()));
+    }
+    Ok(())
+}
+
+/// What every run of a burst saw.
+#[derive(Default)]
+struct Totals {
+    first: Vec<u64>,
+    latencies: Vec<u64>,
+    events: u64,
+    errors: Vec<String>,
+}
+
+/// Prints the burst's latencies (first event, per event), the server's memory and the table row.
+fn report(
+    runs: usize,
+    over: f64,
+    first: &mut [u64],
+    latencies: &mut [u64],
+    rss_bytes: u64,
+    errors: usize,
+) {
+    let ms = |us: u64| us as f64 / 1000.0;
+    let (first_p50, first_p99, first_max) = summary(first);
+    let (p50, p99, max) = summary(latencies);
     println!(
         "first event (request sent -> first event read): p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms",
         ms(first_p50),
@@ -115,21 +149,13 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
     );
     println!(
         "server RSS at the end: {:.1} MiB",
-        peak.rss_bytes as f64 / 1048576.0
+        rss_bytes as f64 / 1048576.0
     );
     println!(
-        "| {runs} over {over} s | {:.1} / {:.1} | {:.3} / {:.3} | {} |",
+        "| {runs} over {over} s | {:.1} / {:.1} | {:.3} / {:.3} | {errors} |",
         ms(first_p50),
         ms(first_p99),
         ms(p50),
         ms(p99),
-        errors.len()
     );
-    if let Some(error) = errors.first() {
-        return Err(format!("{} runs failed (first: {error})", errors.len()));
-    }
-    if first.len() != runs {
-        return Err(format!("only {} of {runs} runs sent an event", first.len()));
-    }
-    Ok(())
 }

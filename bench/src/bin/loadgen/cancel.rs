@@ -71,41 +71,10 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
         let mut latencies = Vec::with_capacity(trials);
         let mut answered = Vec::with_capacity(trials);
         for _ in 0..trials {
-            let mut stream =
-                RunStream::start(&client, &server.base, &format!("scenario:{}", case.name)).await?;
-            let first = stream
-                .next_event()
-                .await
-                .ok_or("the run's stream was empty")?;
-            let run_id = string_field(&first, "run_id")
-                .ok_or("no run_id in the first event")?
-                .to_owned();
-            stream
-                .until_type(case.ready_on)
-                .await
-                .ok_or("the run ended before it was ready")?;
-            // Stop at a varying moment in the state, 10 to 200 ms in.
-            tokio::time::sleep(Duration::from_millis(10 + jitter.below(190))).await;
-
-            let pressed = Instant::now();
-            let cancel = tokio::spawn({
-                let client = client.clone();
-                let url = format!("{}/api/runs/{run_id}/cancel", server.base);
-                async move {
-                    let response = client.post(url).send().await;
-                    (pressed.elapsed(), response.map(|r| r.status().as_u16()))
-                }
-            });
-            stream
-                .until_type("message_cancelled")
-                .await
-                .ok_or("the stream ended without message_cancelled")?;
-            latencies.push(pressed.elapsed().as_micros() as u64);
-            let (elapsed, status) = cancel.await.map_err(|error| error.to_string())?;
-            if status.as_ref().ok() != Some(&200) {
-                return Err(format!("cancel answered {status:?}"));
-            }
-            answered.push(elapsed.as_micros() as u64);
+            let delay = Duration::from_millis(10 + jitter.below(190));
+            let (latency, answer) = one_stop(&client, &server.base, &case, delay).await?;
+            latencies.push(latency);
+            answered.push(answer);
         }
         let (p50, p99, max) = summary(&mut latencies);
         let (answer_p50, answer_p99, _) = summary(&mut answered);
@@ -125,4 +94,48 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
         let _ = tokio::time::timeout(Duration::from_secs(10), task).await;
     }
     Ok(())
+}
+
+/// Starts a run, waits until it is in the case's state, waits `delay` more, presses Stop: the
+/// microseconds until `message_cancelled` arrived, and until the cancel request was answered.
+async fn one_stop(
+    client: &reqwest::Client,
+    base: &str,
+    case: &Case,
+    delay: Duration,
+) -> Result<(u64, u64), String> {
+    let mut stream = RunStream::start(client, base, &format!("scenario:{}", case.name)).await?;
+    let first = stream
+        .next_event()
+        .await
+        .ok_or("the run's stream was empty")?;
+    let run_id = string_field(&first, "run_id")
+        .ok_or("no run_id in the first event")?
+        .to_owned();
+    stream
+        .until_type(case.ready_on)
+        .await
+        .ok_or("the run ended before it was ready")?;
+    // Stop at a varying moment in the state, 10 to 200 ms in.
+    tokio::time::sleep(delay).await;
+
+    let pressed = Instant::now();
+    let cancel = tokio::spawn({
+        let client = client.clone();
+        let url = format!("{base}/api/runs/{run_id}/cancel");
+        async move {
+            let response = client.post(url).send().await;
+            (pressed.elapsed(), response.map(|r| r.status().as_u16()))
+        }
+    });
+    stream
+        .until_type("message_cancelled")
+        .await
+        .ok_or("the stream ended without message_cancelled")?;
+    let latency = pressed.elapsed().as_micros() as u64;
+    let (elapsed, status) = cancel.await.map_err(|error| error.to_string())?;
+    if status.as_ref().ok() != Some(&200) {
+        return Err(format!("cancel answered {status:?}"));
+    }
+    Ok((latency, elapsed.as_micros() as u64))
 }

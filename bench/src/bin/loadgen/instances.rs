@@ -136,31 +136,7 @@ pub async fn run(
     let bases = [servers[0].base.clone(), servers[1].base.clone()];
     let client = crate::streams::client()?;
     let window = Window::new();
-    let opening = Arc::new(tokio::sync::Semaphore::new(100));
-    // Run i starts on instance i % 2 and is read on the same instance or the other, alternately.
-    let tasks: Vec<_> = (0..streams)
-        .map(|i| {
-            let owner = bases[i % 2].clone();
-            let reader = bases[(i % 2 + (i / 2) % 2) % 2].clone();
-            tokio::spawn(follow(
-                client.clone(),
-                owner,
-                reader,
-                window.clone(),
-                opening.clone(),
-            ))
-        })
-        .collect();
-    let ramp = Instant::now();
-    while window.opened() < streams {
-        if ramp.elapsed() > Duration::from_secs(300) {
-            return Err(format!(
-                "only {} of {streams} streams opened",
-                window.opened()
-            ));
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let tasks = open_streams(&client, &bases, &window, streams).await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let before = pg_counters(url).await?;
     let wall = Instant::now();
@@ -169,22 +145,7 @@ pub async fn run(
     window.close();
     let elapsed = wall.elapsed().as_secs_f64();
     let after = pg_counters(url).await?;
-
-    let mut same = (Vec::new(), Vec::new());
-    let mut cross = (Vec::new(), Vec::new());
-    let mut events = 0;
-    let mut errors = Vec::new();
-    for task in tasks {
-        let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(30), task).await else {
-            errors.push("a stream did not finish".to_owned());
-            continue;
-        };
-        let bucket = if result.cross { &mut cross } else { &mut same };
-        bucket.0.extend(result.latencies_us);
-        bucket.1.extend(result.first_event_us);
-        events += result.events;
-        errors.extend(result.error);
-    }
+    let (mut same, mut cross, events, errors) = collect(tasks).await;
     let cancel = cancel_across(&client, &bases).await?;
     drop(servers);
     println!("two instances: {streams} streams at {rate} events/s, {elapsed:.1} s window");
@@ -222,6 +183,66 @@ pub async fn run(
         return Err(format!("{} streams failed (first: {first})", errors.len()));
     }
     Ok(())
+}
+
+/// Opens `streams` runs, each started on instance i % 2 and read on the same instance or the
+/// other, alternately; returns once all are open (at most 300 s).
+async fn open_streams(
+    client: &reqwest::Client,
+    bases: &[String; 2],
+    window: &Arc<Window>,
+    streams: usize,
+) -> Result<Vec<tokio::task::JoinHandle<Reader>>, String> {
+    let opening = Arc::new(tokio::sync::Semaphore::new(100));
+    let tasks: Vec<_> = (0..streams)
+        .map(|i| {
+            let owner = bases[i % 2].clone();
+            let reader = bases[(i % 2 + (i / 2) % 2) % 2].clone();
+            tokio::spawn(follow(
+                client.clone(),
+                owner,
+                reader,
+                window.clone(),
+                opening.clone(),
+            ))
+        })
+        .collect();
+    let ramp = Instant::now();
+    while window.opened() < streams {
+        if ramp.elapsed() > Duration::from_secs(300) {
+            return Err(format!(
+                "only {} of {streams} streams opened",
+                window.opened()
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(tasks)
+}
+
+type Samples = (Vec<u64>, Vec<u64>);
+
+/// Every stream's latencies and first-event times, same-instance and cross-instance apart; the
+/// events read; the errors.
+async fn collect(
+    tasks: Vec<tokio::task::JoinHandle<Reader>>,
+) -> (Samples, Samples, u64, Vec<String>) {
+    let mut same = (Vec::new(), Vec::new());
+    let mut cross = (Vec::new(), Vec::new());
+    let mut events = 0u64;
+    let mut errors = Vec::new();
+    for task in tasks {
+        let Ok(Ok(result)) = tokio::time::timeout(Duration::from_secs(30), task).await else {
+            errors.push("a stream did not finish".to_owned());
+            continue;
+        };
+        let bucket = if result.cross { &mut cross } else { &mut same };
+        bucket.0.extend(result.latencies_us);
+        bucket.1.extend(result.first_event_us);
+        events += result.events;
+        errors.extend(result.error);
+    }
+    (same, cross, events, errors)
 }
 
 /// Runs started on A, read and stopped on B: microseconds from the request to `message_cancelled`.

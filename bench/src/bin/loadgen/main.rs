@@ -2,6 +2,8 @@
 //! through real HTTP and SSE. Each subcommand prints its figures; docs/benchmarks.md records them
 //! with the command that produced them.
 
+#![warn(clippy::too_many_lines)]
+
 mod burst;
 mod cancel;
 mod client;

@@ -35,54 +35,11 @@ pub async fn run(events_per_trace: usize, traces: usize) -> Result<(), String> {
         let mut appended = 0usize;
         for trace in 0..traces {
             let run_id = format!("run_{batch}_{trace}");
-            let trace_id = format!("tr_{run_id}");
-            store
-                .begin_run(NewRun {
-                    owner_id: "bench".into(),
-                    conversation_id: None,
-                    content: "benchmark".into(),
-                    model: Some("scenario:bench".into()),
-                    default_model: "demo".into(),
-                    run_id: run_id.clone(),
-                    trace_id: trace_id.clone(),
-                    user_message_id: format!("mu_{run_id}"),
-                    assistant_message_id: format!("ma_{run_id}"),
-                    now: "2026-11-22T10:00:00.000Z".into(),
-                })
-                .await
-                .map_err(|error| error.to_string())?;
-            let events = fixtures::agent_run(&run_id, text_tokens, tool_calls);
-            let rows = fixtures::as_json(&events);
-            let started = Instant::now();
-            for chunk in rows.chunks(batch) {
-                let commit = Instant::now();
-                store
-                    .append_events(&trace_id, chunk)
-                    .await
-                    .map_err(|error| error.to_string())?;
-                commit_us.push(commit.elapsed().as_micros() as u64);
-            }
-            append_seconds += started.elapsed().as_secs_f64();
-            appended += rows.len();
-
-            let message = fold(&events).ok_or("the fixture has no message")?;
-            let all: Vec<Arc<str>> = rows.iter().map(|(_, json)| json.clone()).collect();
-            let started = Instant::now();
-            store
-                .finish_run(FinishedTrace {
-                    trace_id: &trace_id,
-                    message: &message,
-                    completed_at: "2026-11-22T10:00:10.000Z",
-                    duration_ms: 10_000,
-                    cancelled_by: None,
-                    reason: None,
-                    error_code: None,
-                    events: &all,
-                    model_turns: &[],
-                })
-                .await
-                .map_err(|error| error.to_string())?;
-            finalize_us.push(started.elapsed().as_micros() as u64);
+            let timing = one_trace(&store, &run_id, batch, text_tokens, tool_calls).await?;
+            commit_us.extend(timing.commits_us);
+            finalize_us.push(timing.finalize_us);
+            append_seconds += timing.append_seconds;
+            appended += timing.appended;
         }
         let (commit_p50, commit_p99, _) = summary(&mut commit_us);
         let (finalize_p50, finalize_p99, _) = summary(&mut finalize_us);
@@ -128,4 +85,75 @@ async fn used_bytes(store: &Store) -> Result<u64, String> {
     }
     let [pages, free, size] = values;
     Ok(((pages - free) * size) as u64)
+}
+
+/// How long one trace's checkpoints and its finalize took.
+struct TraceTiming {
+    commits_us: Vec<u64>,
+    append_seconds: f64,
+    appended: usize,
+    finalize_us: u64,
+}
+
+/// Begins a run, appends its events in checkpoints of `batch`, then finishes its trace.
+async fn one_trace(
+    store: &Store,
+    run_id: &str,
+    batch: usize,
+    text_tokens: usize,
+    tool_calls: usize,
+) -> Result<TraceTiming, String> {
+    let trace_id = format!("tr_{run_id}");
+    store
+        .begin_run(NewRun {
+            owner_id: "bench".into(),
+            conversation_id: None,
+            content: "benchmark".into(),
+            model: Some("scenario:bench".into()),
+            default_model: "demo".into(),
+            run_id: run_id.to_owned(),
+            trace_id: trace_id.clone(),
+            user_message_id: format!("mu_{run_id}"),
+            assistant_message_id: format!("ma_{run_id}"),
+            now: "2026-11-22T10:00:00.000Z".into(),
+        })
+        .await
+        .map_err(|error| error.to_string())?;
+    let events = fixtures::agent_run(run_id, text_tokens, tool_calls);
+    let rows = fixtures::as_json(&events);
+    let mut commits_us = Vec::new();
+    let started = Instant::now();
+    for chunk in rows.chunks(batch) {
+        let commit = Instant::now();
+        store
+            .append_events(&trace_id, chunk)
+            .await
+            .map_err(|error| error.to_string())?;
+        commits_us.push(commit.elapsed().as_micros() as u64);
+    }
+    let append_seconds = started.elapsed().as_secs_f64();
+
+    let message = fold(&events).ok_or("the fixture has no message")?;
+    let all: Vec<Arc<str>> = rows.iter().map(|(_, json)| json.clone()).collect();
+    let started = Instant::now();
+    store
+        .finish_run(FinishedTrace {
+            trace_id: &trace_id,
+            message: &message,
+            completed_at: "2026-11-22T10:00:10.000Z",
+            duration_ms: 10_000,
+            cancelled_by: None,
+            reason: None,
+            error_code: None,
+            events: &all,
+            model_turns: &[],
+        })
+        .await
+        .map_err(|error| error.to_string())?;
+    Ok(TraceTiming {
+        commits_us,
+        append_seconds,
+        appended: rows.len(),
+        finalize_us: started.elapsed().as_micros() as u64,
+    })
 }

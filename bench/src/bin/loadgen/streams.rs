@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use crate::{
     client::{clock_stamp, event_type, unix_micros, RunStream},
-    server::{process_usage, ServerProcess},
+    server::{process_usage, ServerProcess, Usage},
     Env,
 };
 
@@ -156,19 +156,69 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
-    // Opening thousands of connections at once overflows the listen backlog; open in waves.
+    let ramp_started = std::time::Instant::now();
+    let tasks = open_all(&client, &server.base, &window, streams).await?;
+    let ramp = ramp_started.elapsed();
+    // Let the ramp's backlog drain before measuring.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+
+    let before = (server.usage(), process_usage("/proc/self"));
+    let wall = std::time::Instant::now();
+    window.start.store(unix_micros(), Ordering::SeqCst);
+    let mut peak_rss = before.0.rss_bytes;
+    while wall.elapsed() < Duration::from_secs(seconds) {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        peak_rss = peak_rss.max(server.usage().rss_bytes);
+    }
+    window.close();
+    let elapsed = wall.elapsed().as_secs_f64();
+    let after = (server.usage(), process_usage("/proc/self"));
+    let (mut latencies, events, errors) = gather(tasks).await;
+    drop(server);
+    println!(
+        "streams: {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        ramp.as_secs_f64()
+    );
+    let measured = Measured {
+        streams,
+        rate,
+        elapsed,
+        events,
+        baseline,
+        before,
+        after,
+        peak_rss,
+    };
+    measured.report(&mut latencies);
+    if let Some(first) = errors.first() {
+        return Err(format!("{} streams failed (first: {first})", errors.len()));
+    }
+    if latencies.is_empty() {
+        return Err("no clock-stamped delta arrived in the window".into());
+    }
+    measured.table_row(&mut latencies);
+    Ok(())
+}
+
+/// Opens `streams` runs, 200 connections at a time (thousands at once overflow the listen
+/// backlog); returns once all are open (at most 300 s).
+async fn open_all(
+    client: &reqwest::Client,
+    base: &str,
+    window: &Arc<Window>,
+    streams: usize,
+) -> Result<Vec<tokio::task::JoinHandle<StreamResult>>, String> {
     let opening = Arc::new(Semaphore::new(200));
     let tasks: Vec<_> = (0..streams)
         .map(|_| {
             tokio::spawn(follow(
                 client.clone(),
-                server.base.clone(),
+                base.to_owned(),
                 window.clone(),
                 opening.clone(),
             ))
         })
         .collect();
-
     let ramp_started = std::time::Instant::now();
     while window.opened() < streams {
         if ramp_started.elapsed() > Duration::from_secs(300) {
@@ -179,24 +229,11 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let ramp = ramp_started.elapsed();
-    // Let the ramp's backlog drain before measuring.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    Ok(tasks)
+}
 
-    let server_before = server.usage();
-    let client_before = process_usage("/proc/self");
-    let wall = std::time::Instant::now();
-    window.start.store(unix_micros(), Ordering::SeqCst);
-    let mut peak_rss = server_before.rss_bytes;
-    while wall.elapsed() < Duration::from_secs(seconds) {
-        tokio::time::sleep(Duration::from_millis(250)).await;
-        peak_rss = peak_rss.max(server.usage().rss_bytes);
-    }
-    window.close();
-    let elapsed = wall.elapsed().as_secs_f64();
-    let server_after = server.usage();
-    let client_after = process_usage("/proc/self");
-
+/// Every stream's latencies, the events read in the window, and the errors.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<StreamResult>>) -> (Vec<u64>, u64, Vec<String>) {
     let mut latencies = Vec::new();
     let mut events = 0u64;
     let mut errors = Vec::new();
@@ -210,59 +247,79 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
             _ => errors.push("a stream did not finish".into()),
         }
     }
-    drop(server);
-    let (p50, p99, max) = summary(&mut latencies);
-    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
-    let per_stream_kib =
-        |rss: u64| rss.saturating_sub(baseline.rss_bytes) as f64 / 1024.0 / streams as f64;
-    println!(
-        "streams: {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
-        ramp.as_secs_f64()
-    );
-    println!(
-        "events received in the window: {events} ({:.0}/s)",
-        events as f64 / elapsed
-    );
-    println!(
-        "added latency (emit -> client read), {} samples: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-        latencies.len(),
-        p50 as f64 / 1000.0,
-        p99 as f64 / 1000.0,
-        max as f64 / 1000.0
-    );
-    println!(
-        "server CPU: {:.2} cores; load generator CPU: {:.2} cores",
-        (server_after.cpu_seconds - server_before.cpu_seconds) / elapsed,
-        (client_after.cpu_seconds - client_before.cpu_seconds) / elapsed
-    );
-    println!(
-        "server RSS: idle {:.1} MiB, window start {:.1} MiB, peak {:.1} MiB, end {:.1} MiB",
-        mib(baseline.rss_bytes),
-        mib(server_before.rss_bytes),
-        mib(peak_rss),
-        mib(server_after.rss_bytes)
-    );
-    println!(
-        "server memory per active stream: {:.1} KiB at the window's start, {:.1} KiB at its end",
-        per_stream_kib(server_before.rss_bytes),
-        per_stream_kib(server_after.rss_bytes)
-    );
-    if let Some(first) = errors.first() {
-        return Err(format!("{} streams failed (first: {first})", errors.len()));
+    (latencies, events, errors)
+}
+
+/// What a streams run measured: (server, load generator) usage before and after the window.
+struct Measured {
+    streams: usize,
+    rate: u32,
+    elapsed: f64,
+    events: u64,
+    baseline: Usage,
+    before: (Usage, Usage),
+    after: (Usage, Usage),
+    peak_rss: u64,
+}
+
+impl Measured {
+    fn per_stream_kib(&self, rss: u64) -> f64 {
+        rss.saturating_sub(self.baseline.rss_bytes) as f64 / 1024.0 / self.streams as f64
     }
-    if latencies.is_empty() {
-        return Err("no clock-stamped delta arrived in the window".into());
+
+    fn cpu(&self) -> (f64, f64) {
+        (
+            (self.after.0.cpu_seconds - self.before.0.cpu_seconds) / self.elapsed,
+            (self.after.1.cpu_seconds - self.before.1.cpu_seconds) / self.elapsed,
+        )
     }
-    println!(
-        "| {streams} | {rate} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.1} / {:.1} |",
-        events as f64 / elapsed,
-        p50 as f64 / 1000.0,
-        p99 as f64 / 1000.0,
-        max as f64 / 1000.0,
-        (server_after.cpu_seconds - server_before.cpu_seconds) / elapsed,
-        (client_after.cpu_seconds - client_before.cpu_seconds) / elapsed,
-        per_stream_kib(server_before.rss_bytes),
-        per_stream_kib(server_after.rss_bytes)
-    );
-    Ok(())
+
+    fn report(&self, latencies: &mut [u64]) {
+        let (p50, p99, max) = summary(latencies);
+        let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+        let (server_cpu, client_cpu) = self.cpu();
+        println!(
+            "events received in the window: {} ({:.0}/s)",
+            self.events,
+            self.events as f64 / self.elapsed
+        );
+        println!(
+            "added latency (emit -> client read), {} samples: p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
+            latencies.len(),
+            p50 as f64 / 1000.0,
+            p99 as f64 / 1000.0,
+            max as f64 / 1000.0
+        );
+        println!("server CPU: {server_cpu:.2} cores; load generator CPU: {client_cpu:.2} cores");
+        println!(
+            "server RSS: idle {:.1} MiB, window start {:.1} MiB, peak {:.1} MiB, end {:.1} MiB",
+            mib(self.baseline.rss_bytes),
+            mib(self.before.0.rss_bytes),
+            mib(self.peak_rss),
+            mib(self.after.0.rss_bytes)
+        );
+        println!(
+            "server memory per active stream: {:.1} KiB at the window's start, {:.1} KiB at its end",
+            self.per_stream_kib(self.before.0.rss_bytes),
+            self.per_stream_kib(self.after.0.rss_bytes)
+        );
+    }
+
+    fn table_row(&self, latencies: &mut [u64]) {
+        let (p50, p99, max) = summary(latencies);
+        let (server_cpu, client_cpu) = self.cpu();
+        println!(
+            "| {} | {} | {:.0} | {:.3} | {:.3} | {:.3} | {:.2} | {:.2} | {:.1} / {:.1} |",
+            self.streams,
+            self.rate,
+            self.events as f64 / self.elapsed,
+            p50 as f64 / 1000.0,
+            p99 as f64 / 1000.0,
+            max as f64 / 1000.0,
+            server_cpu,
+            client_cpu,
+            self.per_stream_kib(self.before.0.rss_bytes),
+            self.per_stream_kib(self.after.0.rss_bytes)
+        );
+    }
 }

@@ -2,11 +2,9 @@
 //! of their token. Reads go through the read pool; writes are jobs of the one writer.
 
 use rusqlite::{params, Connection};
-use sqlx::Row;
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
-use crate::store::rows;
 use crate::store::StoredUser;
 
 impl SqliteStore {
@@ -17,11 +15,11 @@ impl SqliteStore {
     }
 
     pub async fn user_by_name(&self, name: &str) -> Result<Option<StoredUser>> {
-        let row = sqlx::query("SELECT user_id, name, password_hash FROM users WHERE name = ?")
+        let user = sqlx::query_as("SELECT user_id, name, password_hash FROM users WHERE name = ?")
             .bind(name)
             .fetch_optional(&self.pool)
             .await?;
-        row.as_ref().map(rows::user).transpose()
+        Ok(user)
     }
 
     /// Opens a session; sessions expired by `now` go in the same write.
@@ -52,7 +50,7 @@ impl SqliteStore {
         token_hash: &str,
         now: &str,
     ) -> Result<Option<(String, String)>> {
-        let row = sqlx::query(
+        let user = sqlx::query_as(
             "SELECT users.user_id, users.name FROM sessions JOIN users USING (user_id)
              WHERE sessions.token_hash = ? AND sessions.expires_at > ?",
         )
@@ -60,8 +58,7 @@ impl SqliteStore {
         .bind(now)
         .fetch_optional(&self.pool)
         .await?;
-        row.map(|row| Ok((row.try_get("user_id")?, row.try_get("name")?)))
-            .transpose()
+        Ok(user)
     }
 
     pub async fn delete_session(&self, token_hash: String) -> Result<()> {

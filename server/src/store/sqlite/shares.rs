@@ -5,7 +5,6 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
-use crate::store::rows;
 use crate::store::{too_many_shares, TraceShare, MAX_SHARES_PER_TRACE};
 
 impl SqliteStore {
@@ -18,14 +17,14 @@ impl SqliteStore {
 
     /// The link a token names, if it exists (revoked links do not).
     pub async fn share(&self, token: &str) -> Result<Option<TraceShare>> {
-        let row = sqlx::query(
+        let share = sqlx::query_as(
             "SELECT token, trace_id, owner_id, created_at, include_history FROM trace_shares
              WHERE token = ?",
         )
         .bind(token)
         .fetch_optional(&self.pool)
         .await?;
-        row.as_ref().map(rows::share).transpose()
+        Ok(share)
     }
 
     /// A trace's links, oldest first; `None` when the trace is not `owner_id`'s.
@@ -45,7 +44,7 @@ impl SqliteStore {
         if owned.is_none() {
             return Ok(None);
         }
-        let rows = sqlx::query(
+        let shares = sqlx::query_as(
             "SELECT token, trace_id, owner_id, created_at, include_history FROM trace_shares
              WHERE trace_id = ? AND owner_id = ? ORDER BY created_at, token",
         )
@@ -53,10 +52,7 @@ impl SqliteStore {
         .bind(owner_id)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter()
-            .map(rows::share)
-            .collect::<Result<_>>()
-            .map(Some)
+        Ok(Some(shares))
     }
 
     /// Revokes a link of `owner_id`'s trace; `NotFound` when there is no such link.

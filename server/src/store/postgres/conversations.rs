@@ -1,0 +1,85 @@
+//! Conversations and their messages, read through the read-only pool.
+
+use app::models::{ActiveRun, Conversation, ConversationSummary};
+use app::protocol::Message;
+use sqlx::PgConnection;
+
+use super::PgStore;
+use crate::error::{Error, Result};
+use crate::store::decode_message;
+use crate::store::rows::{ActiveRunRow, SummaryRow};
+
+impl PgStore {
+    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+        let rows: Vec<SummaryRow> = sqlx::query_as(
+            "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
+                    rfc3339_millis(updated_at) AS updated_at
+             FROM conversations WHERE owner_id = $1
+             ORDER BY updated_at DESC, created_at DESC LIMIT 500",
+        )
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(ConversationSummary::from).collect())
+    }
+
+    pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
+        // One snapshot for the messages and the active run (see the SQLite store).
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            .execute(&mut *tx)
+            .await?;
+        let Some(summary) = sqlx::query_as::<_, SummaryRow>(
+            "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
+                    rfc3339_millis(updated_at) AS updated_at
+             FROM conversations WHERE id = $1 AND owner_id = $2",
+        )
+        .bind(id)
+        .bind(owner_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let messages = messages_of(&mut tx, id).await?;
+        let active_run = sqlx::query_as::<_, ActiveRunRow>(
+            "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = $1 AND status = 'running'
+             ORDER BY started_at DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(ActiveRun::from);
+        tx.commit().await?;
+        Ok(Some(Conversation {
+            summary: summary.into(),
+            messages,
+            active_run,
+            earlier: 0,
+        }))
+    }
+
+    pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
+        sqlx::query_as(
+            "SELECT body::text AS body, rfc3339_millis(created_at) AS created_at FROM messages WHERE id = $1",
+        )
+        .bind(message_id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(Error::NotFound("message"))
+    }
+}
+
+/// A conversation's messages, in order.
+pub(super) async fn messages_of(
+    tx: &mut PgConnection,
+    conversation_id: &str,
+) -> Result<Vec<Message>> {
+    let bodies: Vec<String> = sqlx::query_scalar(
+        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+    )
+    .bind(conversation_id)
+    .fetch_all(&mut *tx)
+    .await?;
+    bodies.into_iter().map(decode_message).collect()
+}

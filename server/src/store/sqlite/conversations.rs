@@ -1,0 +1,71 @@
+//! Conversations and their messages, read through the read-only pool.
+
+use app::models::{ActiveRun, Conversation, ConversationSummary};
+
+use super::SqliteStore;
+use crate::error::{Error, Result};
+use crate::store::decode_message;
+use crate::store::rows::{ActiveRunRow, SummaryRow};
+
+impl SqliteStore {
+    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+        let rows: Vec<SummaryRow> = sqlx::query_as(
+            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE owner_id = ?
+             ORDER BY updated_at DESC, created_at DESC LIMIT 500",
+        )
+        .bind(owner_id)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows.into_iter().map(ConversationSummary::from).collect())
+    }
+
+    pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
+        // One read transaction: the messages and the active run come from the same snapshot, so
+        // a run that ends between two reads cannot leave an empty "streaming" message unattached.
+        let mut tx = self.pool.begin().await?;
+        let Some(summary) = sqlx::query_as::<_, SummaryRow>(
+            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE id = ? AND owner_id = ?",
+        )
+        .bind(id)
+        .bind(owner_id)
+        .fetch_optional(&mut *tx)
+        .await?
+        else {
+            return Ok(None);
+        };
+        let bodies: Vec<String> = sqlx::query_scalar(
+            "SELECT body FROM messages WHERE conversation_id = ? ORDER BY position",
+        )
+        .bind(id)
+        .fetch_all(&mut *tx)
+        .await?;
+        let messages = bodies
+            .into_iter()
+            .map(decode_message)
+            .collect::<Result<_>>()?;
+        let active_run = sqlx::query_as::<_, ActiveRunRow>(
+            "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = ? AND status = 'running'
+             ORDER BY started_at DESC LIMIT 1",
+        )
+        .bind(id)
+        .fetch_optional(&mut *tx)
+        .await?
+        .map(ActiveRun::from);
+        tx.commit().await?;
+        Ok(Some(Conversation {
+            summary: summary.into(),
+            messages,
+            active_run,
+            earlier: 0,
+        }))
+    }
+
+    /// A stored message's body (JSON) and creation time.
+    pub async fn stored_message(&self, message_id: &str) -> Result<(String, String)> {
+        sqlx::query_as("SELECT body, created_at FROM messages WHERE id = ?")
+            .bind(message_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(Error::NotFound("message"))
+    }
+}

@@ -1,0 +1,236 @@
+//! A run's writes: its start (conversation, messages, trace), its checkpoints and its end. Each
+//! is one job of the writer, run on the writer's own thread.
+
+use app::protocol::Message;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::SqliteStore;
+use crate::error::{Error, Result};
+use crate::store::{
+    decode_message, encode_message, one_run_at_a_time, sql_int, title_for, trace_status,
+    CheckpointChunk, NewRun, OwnedFinish, StartedRun,
+};
+
+impl SqliteStore {
+    /// Stores the user's message, creates the conversation when absent, and opens the run's trace
+    /// and its assistant message (status `streaming`), all in one write. A conversation with a
+    /// run still going refuses another (409): the check and the insert are one transaction.
+    pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
+        self.write(move |connection| begin_run_in(connection, new))
+            .await
+    }
+
+    /// Appends checkpoint chunks of many running traces in one write, one row each. A retried
+    /// checkpoint starts at the same seq and replaces its row.
+    pub async fn append_chunks(&self, chunks: Vec<CheckpointChunk>) -> Result<()> {
+        if chunks.is_empty() {
+            return Ok(());
+        }
+        self.write(move |connection| append_chunks_in(connection, chunks))
+            .await
+    }
+
+    /// Closes a trace: its final status and totals, every event as one JSON array, and the
+    /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
+    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
+        self.write(move |connection| finish_run_in(connection, owned))
+            .await
+    }
+}
+
+fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
+    let (conversation_id, model, history) = match &new.conversation_id {
+        Some(id) => {
+            let (model, history) = continue_conversation(tx, &new, id)?;
+            (id.clone(), model, history)
+        }
+        None => {
+            let (id, model) = new_conversation(tx, &new)?;
+            (id, model, Vec::new())
+        }
+    };
+    let position = history.len() as i64;
+    let user_message = Message::user(
+        new.user_message_id.clone(),
+        new.content.clone(),
+        new.now.clone(),
+    );
+    let mut assistant = Message::assistant(
+        new.assistant_message_id.clone(),
+        model.clone(),
+        new.now.clone(),
+    );
+    assistant.trace_id = Some(new.trace_id.clone());
+    let mut insert_message = tx.prepare_cached(
+        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )?;
+    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+        insert_message.execute(params![
+            message.id,
+            conversation_id,
+            position + offset as i64,
+            role_name(message),
+            message.status.as_str(),
+            encode_message(message)?,
+            message.created_at
+        ])?;
+    }
+    tx.prepare_cached(
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+    )?
+    .execute(params![
+        new.trace_id,
+        new.run_id,
+        conversation_id,
+        new.assistant_message_id,
+        new.user_message_id,
+        model,
+        new.now,
+        new.now
+    ])?;
+    Ok(StartedRun {
+        conversation_id,
+        model,
+        history,
+        user_message,
+    })
+}
+
+/// A new conversation of the user's, titled by the question: its id and model.
+fn new_conversation(tx: &Connection, new: &NewRun) -> Result<(String, String)> {
+    let model = new
+        .model
+        .clone()
+        .unwrap_or_else(|| new.default_model.clone());
+    let id = uuid::Uuid::new_v4().to_string();
+    tx.prepare_cached("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")?
+        .execute(params![
+            id,
+            new.owner_id,
+            title_for(&new.content),
+            model,
+            new.now,
+            new.now
+        ])?;
+    Ok((id, model))
+}
+
+/// An existing conversation of the user's, with no run going: its model (the request's, when
+/// given, is stored) and its messages so far.
+fn continue_conversation(
+    tx: &Connection,
+    new: &NewRun,
+    id: &str,
+) -> Result<(String, Vec<Message>)> {
+    let stored: String = tx
+        .prepare_cached("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")?
+        .query_row(params![id, new.owner_id], |row| row.get(0))
+        .optional()?
+        .ok_or(Error::NotFound("conversation"))?;
+    let busy = tx
+        .prepare_cached(
+            "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
+        )?
+        .exists(params![id])?;
+    if busy {
+        return Err(one_run_at_a_time());
+    }
+    let model = new.model.clone().unwrap_or(stored);
+    tx.prepare_cached("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")?
+        .execute(params![model, new.now, id])?;
+    let mut statement =
+        tx.prepare_cached("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")?;
+    let bodies = statement.query_map(params![id], |row| row.get::<_, String>(0))?;
+    let history = bodies
+        .map(|body| decode_message(body?))
+        .collect::<Result<Vec<_>>>()?;
+    Ok((model, history))
+}
+
+fn role_name(message: &Message) -> &'static str {
+    match message.role {
+        app::protocol::Role::User => "user",
+        app::protocol::Role::Assistant => "assistant",
+    }
+}
+
+fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()> {
+    // One prepared statement, run per row: on the writer's thread a row costs microseconds.
+    let mut insert = tx.prepare_cached(
+        "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)",
+    )?;
+    for chunk in &chunks {
+        insert.execute(params![
+            chunk.trace_id,
+            sql_int(chunk.first_seq),
+            sql_int(chunk.last_seq),
+            chunk.events_json
+        ])?;
+    }
+    Ok(())
+}
+
+fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
+    let message = &finished.message;
+    let usage = message.usage;
+    let closed = tx
+        .prepare_cached(
+            "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
+             input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
+             total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
+         WHERE trace_id = ? AND status = 'running'",
+        )?
+    .execute(params![
+        finished.events_json,
+        trace_status(message.status).as_str(),
+        finished.completed_at,
+        message.tool_calls().count() as i64,
+        usage.map(|u| sql_int(u.input_tokens)),
+        usage.map(|u| sql_int(u.output_tokens)),
+        usage.and_then(|u| u.reasoning_tokens).map(sql_int),
+        usage.map(|u| sql_int(u.input_tokens.saturating_add(u.output_tokens))),
+        sql_int(finished.duration_ms),
+        finished.cancelled_by,
+        finished.reason,
+        finished.error_code,
+        finished.trace_id
+    ])?;
+    if closed == 0 {
+        // Already closed: a trace ends once, as on PostgreSQL (where another instance may have
+        // ended it); its stored end stays.
+        tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
+        return Ok(());
+    }
+    tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
+        .execute(params![finished.trace_id])?;
+    update_message(tx, message)?;
+    let mut insert_turn = tx.prepare_cached(
+        "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, format, after_seq, request, response, started_at, completed_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )?;
+    for (index, turn) in finished.model_turns.iter().enumerate() {
+        insert_turn.execute(params![
+            finished.trace_id,
+            index as i64,
+            turn.model,
+            turn.format.as_str(),
+            sql_int(turn.after_seq),
+            turn.request.to_string(),
+            turn.response.to_string(),
+            turn.started_at,
+            turn.completed_at
+        ])?;
+    }
+    Ok(())
+}
+
+fn update_message(tx: &Connection, message: &Message) -> Result<()> {
+    tx.prepare_cached("UPDATE messages SET status = ?, body = ? WHERE id = ?")?
+        .execute(params![
+            message.status.as_str(),
+            encode_message(message)?,
+            message.id
+        ])?;
+    Ok(())
+}
