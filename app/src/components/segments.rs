@@ -411,18 +411,6 @@ pub fn ToolCallSegment(
         let (status, duration) = call.with(|c| (c.status, c.duration_ms.map(format_duration)));
         tool_status(status, duration)
     };
-    let error = move || {
-        call.with(|c| c.error.as_ref().map(|e| e.message.clone()))
-            .map(|message| view! { <p class="tool-error">{message}</p> })
-    };
-    let args = Memo::new(move |_| call.with(|c| pretty_args(&c.args)));
-    let truncation =
-        move || {
-            call.with(|c| c.truncated.then_some(c.full_length)).map(|full| {
-            let full = full.map(|n| format!(" of {n} characters")).unwrap_or_default();
-            view! { <p class="truncation-notice">{format!("The output was cut{full}.")}</p> }
-        })
-        };
     view! {
         <details
             class=move || format!("segment tool-call {}", status_class(status.get()))
@@ -442,21 +430,41 @@ pub fn ToolCallSegment(
                 {status_view}
             </summary>
             <Show when=drawn>
-                <super::approval::ApprovalPanel call />
-                {move || call.with(|c| (c.status == ToolCallStatus::Running).then(|| progress_view(c.progress.as_ref())).flatten())}
-                {error}
-                <div class="tool-section">
-                    <div class="tool-label">"Arguments"</div>
-                    <pre class="tool-args">{args}</pre>
-                </div>
-                <Show when=move || output.with(|o| !o.is_empty())>
-                    <ToolOutput output />
-                </Show>
-                {truncation}
+                <ToolCallBody call output />
             </Show>
         </details>
     }
     .into_any()
+}
+
+/// What an open tool block shows: the approval, progress, error, arguments and output.
+#[component]
+fn ToolCallBody(call: Signal<ToolCall>, output: OutputText) -> impl IntoView {
+    let error = move || {
+        call.with(|c| c.error.as_ref().map(|e| e.message.clone()))
+            .map(|message| view! { <p class="tool-error">{message}</p> })
+    };
+    let args = Memo::new(move |_| call.with(|c| pretty_args(&c.args)));
+    let truncation =
+        move || {
+            call.with(|c| c.truncated.then_some(c.full_length)).map(|full| {
+            let full = full.map(|n| format!(" of {n} characters")).unwrap_or_default();
+            view! { <p class="truncation-notice">{format!("The output was cut{full}.")}</p> }
+        })
+        };
+    view! {
+        <super::approval::ApprovalPanel call />
+        {move || call.with(|c| (c.status == ToolCallStatus::Running).then(|| progress_view(c.progress.as_ref())).flatten())}
+        {error}
+        <div class="tool-section">
+            <div class="tool-label">"Arguments"</div>
+            <pre class="tool-args">{args}</pre>
+        </div>
+        <Show when=move || output.with(|o| !o.is_empty())>
+            <ToolOutput output />
+        </Show>
+        {truncation}
+    }
 }
 
 fn tool_status(status: ToolCallStatus, duration: Option<String>) -> AnyView {

@@ -7,52 +7,6 @@ use crate::settings::{save, use_settings, DisplayMode, Settings};
 pub fn SettingsPanel() -> impl IntoView {
     let settings = use_settings();
     let open = RwSignal::new(false);
-    let update = move |change: &dyn Fn(&mut Settings)| {
-        settings.update(|settings| change(settings));
-        save(&settings.get_untracked());
-    };
-    let mode_option = move |mode: DisplayMode, label: &'static str, hint: &'static str| {
-        view! {
-            <label class="mode-option">
-                <input
-                    type="radio"
-                    name="display-mode"
-                    value=mode.as_str()
-                    prop:checked=move || settings.get().mode == mode
-                    on:change=move |_| update(&|s| s.mode = mode)
-                />
-                <span class="mode-text">
-                    <span class="mode-name">{label}</span>
-                    <span class="mode-hint muted">{hint}</span>
-                </span>
-            </label>
-        }
-    };
-    let number = move |label: &'static str,
-                       unit: &'static str,
-                       get: fn(&Settings) -> u32,
-                       set: fn(&mut Settings, u32)| {
-        view! {
-            <label class="number-setting">
-                <span class="number-label">{label}</span>
-                <span class="number-field">
-                <input
-                    type="number"
-                    min="1"
-                    max="100000"
-                    inputmode="numeric"
-                    prop:value=move || get(&settings.get()).to_string()
-                    on:change=move |event| {
-                        if let Ok(value) = event_target_value(&event).trim().parse::<u32>() {
-                            update(&|s| set(s, value.clamp(1, 100_000)));
-                        }
-                    }
-                />
-                <span class="unit muted">{unit}</span>
-                </span>
-            </label>
-        }
-    };
     super::escape::close_on_escape(open);
     view! {
         <div class="settings">
@@ -72,20 +26,80 @@ pub fn SettingsPanel() -> impl IntoView {
                 </div>
                 <fieldset class="mode-group">
                     <legend>"Agent transparency"</legend>
-                    {mode_option(DisplayMode::Minimal, "Minimal", "The answer only: reasoning and tool calls are hidden.")}
-                    {mode_option(DisplayMode::Normal, "Normal", "Reasoning and tool calls as collapsed blocks; a running tool shows its output.")}
-                    {mode_option(DisplayMode::Verbose, "Verbose", "Everything expanded: every reasoning part, argument and output.")}
+                    {mode_option(settings, DisplayMode::Minimal, "Minimal", "The answer only: reasoning and tool calls are hidden.")}
+                    {mode_option(settings, DisplayMode::Normal, "Normal", "Reasoning and tool calls as collapsed blocks; a running tool shows its output.")}
+                    {mode_option(settings, DisplayMode::Verbose, "Verbose", "Everything expanded: every reasoning part, argument and output.")}
                 </fieldset>
                 <fieldset class="limits">
                     <legend>"Limits"</legend>
-                    {number("Collapse all when more tools than", "tool calls", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
-                    {number("Preview output longer than (lines)", "lines", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
-                    {number("Output preview (characters)", "characters", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
-                    {number("Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
+                    {number(settings, "Collapse all when more tools than", "tool calls", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
+                    {number(settings, "Preview output longer than (lines)", "lines", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
+                    {number(settings, "Output preview (characters)", "characters", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
+                    {number(settings, "Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
                 </fieldset>
                 <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
             </div>
         </div>
     }
     .into_any()
+}
+
+/// Changes the settings and keeps them in this browser.
+fn update(settings: RwSignal<Settings>, change: &dyn Fn(&mut Settings)) {
+    settings.update(|settings| change(settings));
+    save(&settings.get_untracked());
+}
+
+/// One display mode, as a radio button with its hint.
+fn mode_option(
+    settings: RwSignal<Settings>,
+    mode: DisplayMode,
+    label: &'static str,
+    hint: &'static str,
+) -> impl IntoView {
+    view! {
+        <label class="mode-option">
+            <input
+                type="radio"
+                name="display-mode"
+                value=mode.as_str()
+                prop:checked=move || settings.get().mode == mode
+                on:change=move |_| update(settings, &|s| s.mode = mode)
+            />
+            <span class="mode-text">
+                <span class="mode-name">{label}</span>
+                <span class="mode-hint muted">{hint}</span>
+            </span>
+        </label>
+    }
+}
+
+/// One limit, as a number field (1 to 100,000).
+fn number(
+    settings: RwSignal<Settings>,
+    label: &'static str,
+    unit: &'static str,
+    get: fn(&Settings) -> u32,
+    set: fn(&mut Settings, u32),
+) -> impl IntoView {
+    view! {
+        <label class="number-setting">
+            <span class="number-label">{label}</span>
+            <span class="number-field">
+            <input
+                type="number"
+                min="1"
+                max="100000"
+                inputmode="numeric"
+                prop:value=move || get(&settings.get()).to_string()
+                on:change=move |event| {
+                    if let Ok(value) = event_target_value(&event).trim().parse::<u32>() {
+                        update(settings, &|s| set(s, value.clamp(1, 100_000)));
+                    }
+                }
+            />
+            <span class="unit muted">{unit}</span>
+            </span>
+        </label>
+    }
 }

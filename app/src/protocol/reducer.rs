@@ -128,31 +128,48 @@ impl Reducer {
 
 fn apply_content(message: &mut Message, event: &Event) {
     match &event.kind {
+        EventKind::ReasoningPartStarted { .. }
+        | EventKind::ReasoningPartDelta { .. }
+        | EventKind::ReasoningPartCompleted { .. } => apply_reasoning(message, event),
+        EventKind::ToolCallStarted { .. }
+        | EventKind::ToolCallUpdate { .. }
+        | EventKind::ToolResult { .. } => apply_tool(message, event),
+        EventKind::ToolApprovalRequested { .. } | EventKind::ToolApprovalResolved { .. } => {
+            apply_approval(message, event)
+        }
+        EventKind::TextDelta { .. } => apply_text(message, event),
+        EventKind::Usage(usage) => message.usage.get_or_insert_with(Usage::default).add(usage),
+        EventKind::MessageStarted { .. }
+        | EventKind::MessageFinal { .. }
+        | EventKind::MessageCancelled { .. }
+        | EventKind::MessageError { .. } => {}
+    }
+}
+
+/// A reasoning part starts, grows or completes.
+fn apply_reasoning(message: &mut Message, event: &Event) {
+    match &event.kind {
         EventKind::ReasoningPartStarted {
             segment_id,
             summary_index,
             sequence_number,
         } => {
-            let segment = match find_reasoning(message, segment_id) {
-                Some(segment) => segment,
-                None => {
-                    insert_segment(
-                        message,
-                        Segment::Reasoning(ReasoningSegment {
-                            id: segment_id.clone(),
-                            sequence_number: *sequence_number,
-                            parts: Vec::new(),
-                            combined_text: String::new(),
-                            started_at: event.ts.clone(),
-                            completed_at: None,
-                            duration_ms: None,
-                        }),
-                    );
-                    let Some(segment) = find_reasoning(message, segment_id) else {
-                        return;
-                    };
-                    segment
-                }
+            if find_reasoning(message, segment_id).is_none() {
+                insert_segment(
+                    message,
+                    Segment::Reasoning(ReasoningSegment {
+                        id: segment_id.clone(),
+                        sequence_number: *sequence_number,
+                        parts: Vec::new(),
+                        combined_text: String::new(),
+                        started_at: event.ts.clone(),
+                        completed_at: None,
+                        duration_ms: None,
+                    }),
+                );
+            }
+            let Some(segment) = find_reasoning(message, segment_id) else {
+                return;
             };
             let parts = segment.parts.len();
             reasoning_part(segment, *summary_index, &event.ts);
@@ -175,64 +192,118 @@ fn apply_content(message: &mut Message, event: &Event) {
             final_text,
         } => {
             if let Some(segment) = find_reasoning(message, segment_id) {
-                let part = reasoning_part(segment, *summary_index, &event.ts);
-                if let Some(final_text) = final_text {
-                    part.text.clone_from(final_text);
-                }
-                part.is_complete = true;
-                part.completed_at = Some(event.ts.clone());
-                segment.combined_text = combine(&segment.parts);
-                if segment.parts.iter().all(|part| part.is_complete) {
-                    segment.completed_at = Some(event.ts.clone());
-                    segment.duration_ms = elapsed_ms(&segment.started_at, &event.ts);
-                }
+                complete_part(segment, *summary_index, &event.ts, final_text.as_ref());
             }
         }
+        _ => {}
+    }
+}
+
+fn complete_part(
+    segment: &mut ReasoningSegment,
+    summary_index: u32,
+    ts: &str,
+    final_text: Option<&String>,
+) {
+    let part = reasoning_part(segment, summary_index, ts);
+    if let Some(final_text) = final_text {
+        part.text.clone_from(final_text);
+    }
+    part.is_complete = true;
+    part.completed_at = Some(ts.to_owned());
+    segment.combined_text = combine(&segment.parts);
+    if segment.parts.iter().all(|part| part.is_complete) {
+        segment.completed_at = Some(ts.to_owned());
+        segment.duration_ms = elapsed_ms(&segment.started_at, ts);
+    }
+}
+
+/// A tool call starts, streams output or ends.
+fn apply_tool(message: &mut Message, event: &Event) {
+    match &event.kind {
         EventKind::ToolCallStarted {
             call_id,
             name,
             display,
             args,
             sequence_number,
-        } => {
-            if find_tool(message, call_id).is_none() {
-                insert_segment(
-                    message,
-                    Segment::ToolCall(ToolCallSegment {
-                        call_id: call_id.clone(),
-                        sequence_number: *sequence_number,
-                        name: name.clone(),
-                        display: display.clone(),
-                        args: args.clone(),
-                        status: ToolCallStatus::Running,
-                        output: String::new(),
-                        truncated: false,
-                        full_length: None,
-                        error: None,
-                        progress: None,
-                        approval: None,
-                        started_at: event.ts.clone(),
-                        duration_ms: None,
-                    }),
-                );
-            }
+        } if find_tool(message, call_id).is_none() => {
+            insert_segment(
+                message,
+                Segment::ToolCall(ToolCallSegment {
+                    call_id: call_id.clone(),
+                    sequence_number: *sequence_number,
+                    name: name.clone(),
+                    display: display.clone(),
+                    args: args.clone(),
+                    status: ToolCallStatus::Running,
+                    output: String::new(),
+                    truncated: false,
+                    full_length: None,
+                    error: None,
+                    progress: None,
+                    approval: None,
+                    started_at: event.ts.clone(),
+                    duration_ms: None,
+                }),
+            );
         }
         EventKind::ToolCallUpdate {
             call_id,
             output_delta,
             progress,
         } => {
-            if let Some(call) = find_tool(message, call_id) {
-                if call.status == ToolCallStatus::Running {
-                    if let Some(delta) = output_delta {
-                        call.output.push_str(delta);
-                    }
-                    if progress.is_some() {
-                        call.progress.clone_from(progress);
-                    }
+            let call = find_tool(message, call_id);
+            if let Some(call) = call.filter(|call| call.status == ToolCallStatus::Running) {
+                if let Some(delta) = output_delta {
+                    call.output.push_str(delta);
+                }
+                if progress.is_some() {
+                    call.progress.clone_from(progress);
                 }
             }
         }
+        EventKind::ToolResult { call_id, .. } => {
+            if let Some(call) = find_tool(message, call_id) {
+                finish_tool(call, &event.kind);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A call's `tool_result`: its status, duration, final output and error.
+fn finish_tool(call: &mut ToolCallSegment, result: &EventKind) {
+    let EventKind::ToolResult {
+        status,
+        duration_ms,
+        output,
+        truncated,
+        full_length,
+        error,
+        ..
+    } = result
+    else {
+        return;
+    };
+    call.status = match status {
+        ToolResultStatus::Success => ToolCallStatus::Success,
+        ToolResultStatus::Error => ToolCallStatus::Error,
+        ToolResultStatus::Cancelled => ToolCallStatus::Cancelled,
+        ToolResultStatus::Denied => ToolCallStatus::Denied,
+    };
+    call.duration_ms = Some(*duration_ms);
+    if let Some(output) = output {
+        call.output.clone_from(output);
+    }
+    call.truncated = *truncated;
+    call.full_length = *full_length;
+    call.error.clone_from(error);
+}
+
+/// A call asks a person, or is answered.
+fn apply_approval(message: &mut Message, event: &Event) {
+    match &event.kind {
         EventKind::ToolApprovalRequested { call_id, .. } => {
             if let Some(call) = find_tool(message, call_id) {
                 if call.status == ToolCallStatus::Running && call.approval.is_none() {
@@ -266,64 +337,40 @@ fn apply_content(message: &mut Message, event: &Event) {
                 }
             }
         }
-        EventKind::ToolResult {
-            call_id,
-            status,
-            duration_ms,
-            output,
-            truncated,
-            full_length,
-            error,
-        } => {
-            if let Some(call) = find_tool(message, call_id) {
-                call.status = match status {
-                    ToolResultStatus::Success => ToolCallStatus::Success,
-                    ToolResultStatus::Error => ToolCallStatus::Error,
-                    ToolResultStatus::Cancelled => ToolCallStatus::Cancelled,
-                    ToolResultStatus::Denied => ToolCallStatus::Denied,
-                };
-                call.duration_ms = Some(*duration_ms);
-                if let Some(output) = output {
-                    call.output.clone_from(output);
-                }
-                call.truncated = *truncated;
-                call.full_length = *full_length;
-                call.error.clone_from(error);
-            }
+        _ => {}
+    }
+}
+
+/// Answer text grows, or a text block starts.
+fn apply_text(message: &mut Message, event: &Event) {
+    let EventKind::TextDelta {
+        segment_id,
+        sequence_number,
+        delta,
+    } = &event.kind
+    else {
+        return;
+    };
+    let existing = message
+        .segments
+        .iter_mut()
+        .find_map(|segment| match segment {
+            Segment::Text(text) if text.id == *segment_id => Some(text),
+            _ => None,
+        });
+    match existing {
+        Some(text) => text.text.push_str(delta),
+        None => {
+            let sequence_number = sequence_number.unwrap_or_else(|| next_sequence_number(message));
+            insert_segment(
+                message,
+                Segment::Text(TextSegment {
+                    id: segment_id.clone(),
+                    sequence_number,
+                    text: delta.clone(),
+                }),
+            );
         }
-        EventKind::TextDelta {
-            segment_id,
-            sequence_number,
-            delta,
-        } => {
-            let existing = message
-                .segments
-                .iter_mut()
-                .find_map(|segment| match segment {
-                    Segment::Text(text) if text.id == *segment_id => Some(text),
-                    _ => None,
-                });
-            match existing {
-                Some(text) => text.text.push_str(delta),
-                None => {
-                    let sequence_number =
-                        sequence_number.unwrap_or_else(|| next_sequence_number(message));
-                    insert_segment(
-                        message,
-                        Segment::Text(TextSegment {
-                            id: segment_id.clone(),
-                            sequence_number,
-                            text: delta.clone(),
-                        }),
-                    );
-                }
-            }
-        }
-        EventKind::Usage(usage) => message.usage.get_or_insert_with(Usage::default).add(usage),
-        EventKind::MessageStarted { .. }
-        | EventKind::MessageFinal { .. }
-        | EventKind::MessageCancelled { .. }
-        | EventKind::MessageError { .. } => {}
     }
 }
 
