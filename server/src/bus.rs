@@ -8,7 +8,8 @@
 //!   short window of recent events per trace that all its readers on this instance share. A
 //!   reader behind that window, or one woken by the 1 s poll after a lost notification, reads
 //!   the tables itself.
-//! - `glassbox_cancel`, the commands channel. A [`RunCommand`] (Stop, or an answer to an approval
+//! - `glassbox_commands`, the commands channel (earlier versions used `glassbox_cancel` with
+//!   another shape; the new name keeps an older instance from misreading a command). A [`RunCommand`] (Stop, or an answer to an approval
 //!   request) given on an instance that does not run the run goes there as
 //!   `{"kind": "command", "id", "run_id", "owner_id", "command": {…}}`; the instance that runs it
 //!   carries it out and answers on the same channel with `{"kind": "reply", "id", "outcome"}`,
@@ -292,22 +293,16 @@ impl Bus {
         let id = crate::stamps::new_id("cmd");
         let (reply, replied) = oneshot::channel();
         self.pending().insert(id.clone(), reply);
-        let sent = self
-            .notify(&Wire::Command(Addressed {
-                id: id.clone(),
-                run_id: run_id.to_owned(),
-                owner_id: owner_id.to_owned(),
-                command,
-            }))
-            .await;
-        let outcome = match sent {
-            Ok(()) => tokio::time::timeout(REPLY_WAIT, replied).await.ok(),
-            Err(error) => {
-                self.pending().remove(&id);
-                return Err(error);
-            }
-        };
-        self.pending().remove(&id);
+        // Removes the entry however this ends, a dropped request included.
+        let _waiting = Waiting { bus: self, id: &id };
+        self.notify(&Wire::Command(Addressed {
+            id: id.clone(),
+            run_id: run_id.to_owned(),
+            owner_id: owner_id.to_owned(),
+            command,
+        }))
+        .await?;
+        let outcome = tokio::time::timeout(REPLY_WAIT, replied).await.ok();
         Ok(outcome.and_then(Result::ok))
     }
 
@@ -322,7 +317,7 @@ impl Bus {
     async fn notify(&self, message: &Wire) -> Result<()> {
         let payload = serde_json::to_string(message)
             .map_err(|error| crate::error::Error::Internal(error.to_string()))?;
-        self.postgres.notify_cancel(payload).await
+        self.postgres.notify_command(payload).await
     }
 
     /// A message on the commands channel: a command is carried out here (if this instance runs
@@ -364,7 +359,7 @@ impl Bus {
             }
         };
         if let Err(error) = listener
-            .listen_all(["glassbox_events", "glassbox_cancel"])
+            .listen_all(["glassbox_events", "glassbox_commands"])
             .await
         {
             tracing::error!(%error, "the bus cannot listen; other instances' streams fall back to polling");
@@ -452,5 +447,17 @@ impl Bus {
                 Err(error) => tracing::warn!(%error, "could not look for runs of lost instances"),
             }
         }
+    }
+}
+
+/// A command waiting for its reply: its entry in `pending` goes when this does.
+struct Waiting<'a> {
+    bus: &'a Bus,
+    id: &'a str,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        self.bus.pending().remove(self.id);
     }
 }

@@ -41,7 +41,9 @@ fn answer_line(approval: &Approval) -> String {
         .unwrap_or_default();
     match (approval.decision, by) {
         (None, _) => "Waiting for approval".to_owned(),
-        (Some(_), None) => "Denied: not answered in time".to_owned(),
+        (Some(ApprovalDecision::Deny), None) => "Denied: not answered in time".to_owned(),
+        // The timeout never approves: this is a person whose name is `timeout`.
+        (Some(ApprovalDecision::Approve), None) => "Approved by timeout".to_owned(),
         (Some(ApprovalDecision::Approve), Some(by)) => format!("Approved by {by}"),
         (Some(ApprovalDecision::Deny), Some(by)) => format!("Denied by {by}{reason}"),
     }

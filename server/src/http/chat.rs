@@ -22,8 +22,6 @@ use crate::{
     sink::ApprovalAnswer,
 };
 
-/// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
-/// when the client asks for `application/json` (it then subscribes separately).
 /// `POST /api/chat`, a run's event stream, Stop and the answers to its approval questions.
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -33,6 +31,8 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api/runs/{run_id}/approvals/{call_id}", post(approve))
 }
 
+/// `POST /api/chat`: starts a run and answers with its event stream from seq 1, or with its ids
+/// when the client asks for `application/json` (it then subscribes separately).
 pub async fn start(
     State(state): State<AppState>,
     user: CurrentUser,

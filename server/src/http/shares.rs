@@ -43,7 +43,6 @@ pub struct NewShare {
     include_history: bool,
 }
 
-/// `POST /api/traces/{trace_id}/shares`: a new link (201).
 /// A trace's share links: made, listed and revoked by its owner.
 pub(super) fn router() -> Router<AppState> {
     Router::new()
@@ -51,6 +50,7 @@ pub(super) fn router() -> Router<AppState> {
         .route("/api/traces/{trace_id}/shares/{token}", delete(revoke))
 }
 
+/// `POST /api/traces/{trace_id}/shares`: a new link (201).
 pub async fn create(
     State(state): State<AppState>,
     user: CurrentUser,

@@ -14,7 +14,8 @@ use crate::{
     sink::ApprovalAnswer,
 };
 
-/// How long Stop of another instance's run waits for the run's trace to close.
+/// How long Stop of another instance's run waits, in all, for the owner's reply and the run's
+/// trace to close.
 const STOP_WAIT: Duration = Duration::from_secs(10);
 
 impl Engine {
@@ -78,13 +79,14 @@ impl Engine {
         run_id: &str,
         reason: Option<String>,
     ) -> Result<(String, String)> {
+        let deadline = tokio::time::Instant::now() + STOP_WAIT;
         let (trace_id, bus) = self.running_elsewhere(owner_id, run_id).await?;
         let mut progress = bus.follow(&trace_id, None);
         let command = RunCommand::Stop { reason };
         if let Some(outcome) = bus.send(run_id, owner_id, command).await? {
             answered(outcome)?;
         }
-        let ended = tokio::time::timeout(STOP_WAIT, progress.wait_for(|p| p.ended)).await;
+        let ended = tokio::time::timeout_at(deadline, progress.wait_for(|p| p.ended)).await;
         if ended.is_err() {
             tracing::warn!(%run_id, "a run of another instance did not end within 10 s of its cancellation");
         }
@@ -92,8 +94,10 @@ impl Engine {
     }
 
     /// An answer for a run this instance does not hold: it goes to the instance that runs it,
-    /// whose reply says whether it was recorded (404 or 409 as for a run of this instance);
-    /// without a reply in time it is `Forwarded`.
+    /// whose reply says whether it was recorded (404 or 409 as for a run of this instance).
+    /// Without a reply in time it is `Forwarded`, or 409 when the run has ended meanwhile. A
+    /// reply means the run took the answer; its event is stored with the run's next
+    /// checkpoint, at once (approval events are checkpointed when emitted).
     pub(super) async fn answer_elsewhere(
         &self,
         owner_id: &str,
@@ -108,7 +112,12 @@ impl Engine {
         };
         match bus.send(run_id, owner_id, command).await? {
             Some(outcome) => answered(outcome).map(|()| Answered::Recorded),
-            None => Ok(Answered::Forwarded),
+            // No instance holds the run any more (it ended and left memory) or the owner did
+            // not answer in time: which one, the stored trace says.
+            None => self
+                .running_elsewhere(owner_id, run_id)
+                .await
+                .map(|_| Answered::Forwarded),
         }
     }
 }

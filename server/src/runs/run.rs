@@ -221,7 +221,7 @@ impl Run {
     /// when the run has already ended (late output from an abandoned tool, say).
     pub fn emit(&self, kind: EventKind) -> Option<u64> {
         // Checkpointed at once: a result, and a question a person may answer from anywhere and
-        // its answer (which an instance that forwarded it waits to see).
+        // its answer (so that a page on any instance shows it soon).
         let is_tool_result = matches!(
             kind,
             EventKind::ToolResult { .. }

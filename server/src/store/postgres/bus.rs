@@ -1,4 +1,5 @@
-//! What the bus and readers on other instances use: cancel requests (`glassbox_cancel`) and the
+//! What the bus and readers on other instances use: commands and their replies
+//! (`glassbox_commands`) and the
 //! events of runs read from the tables after a seq.
 
 use std::sync::Arc;
@@ -11,12 +12,12 @@ use crate::store::{after_seq, events_of_array, sql_int, StoredEvents};
 pub type TraceEvents = (String, Vec<(u64, Arc<str>)>);
 
 impl PgStore {
-    /// Asks the instance running `run_id` to cancel it (`glassbox_cancel`, see `bus`).
-    pub async fn notify_cancel(&self, payload: String) -> Result<()> {
+    /// Sends a message on the commands channel (`glassbox_commands`, see `bus`).
+    pub async fn notify_command(&self, payload: String) -> Result<()> {
         self.writer
             .write(move |connection| {
                 Box::pin(async move {
-                    sqlx::query("SELECT pg_notify('glassbox_cancel', $1)")
+                    sqlx::query("SELECT pg_notify('glassbox_commands', $1)")
                         .bind(pg_text(&payload).as_ref())
                         .execute(&mut *connection)
                         .await?;
