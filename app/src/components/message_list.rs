@@ -134,28 +134,7 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
         let _ = (id, before);
     };
     #[cfg(feature = "hydrate")]
-    {
-        let watcher = StoredValue::new_local(None::<super::when_visible::WhenVisible>);
-        Effect::new(move |_| {
-            if let Some(element) = button.get() {
-                let start = super::when_visible::WhenVisible::start(element.into(), "600px", load);
-                watcher.set_value(start);
-            }
-        });
-        // A page just loaded and the button is still in reach (short messages): load the next.
-        Effect::new(move |_| {
-            if !loading.get() {
-                watcher.with_value(|watcher| {
-                    if let Some(watcher) = watcher {
-                        watcher.look_again();
-                    }
-                });
-            }
-        });
-        on_cleanup(move || {
-            let _ = watcher.try_update_value(|watcher| watcher.take());
-        });
-    }
+    load_when_visible(button, loading, load);
     view! {
         <div class="earlier-messages">
             <button
@@ -169,6 +148,36 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
             </button>
         </div>
     }
+}
+
+/// Loads the next page when the button comes within 600 px of view, and again after a page
+/// while it is still in reach (short messages).
+#[cfg(feature = "hydrate")]
+fn load_when_visible(
+    button: NodeRef<leptos::html::Button>,
+    loading: RwSignal<bool>,
+    load: impl Fn() + Copy + 'static,
+) {
+    let watcher = StoredValue::new_local(None::<super::when_visible::WhenVisible>);
+    Effect::new(move |_| {
+        if let Some(element) = button.get() {
+            let start = super::when_visible::WhenVisible::start(element.into(), "600px", load);
+            watcher.set_value(start);
+        }
+    });
+    // A page just loaded and the button is still in reach (short messages): load the next.
+    Effect::new(move |_| {
+        if !loading.get() {
+            watcher.with_value(|watcher| {
+                if let Some(watcher) = watcher {
+                    watcher.look_again();
+                }
+            });
+        }
+    });
+    on_cleanup(move || {
+        let _ = watcher.try_update_value(|watcher| watcher.take());
+    });
 }
 
 /// Where the reader is: the first message now in the list and how far it is from the list's

@@ -7,7 +7,7 @@ use leptos::prelude::*;
 use super::feed::MessageModel;
 use super::icons::Icon;
 use super::markdown::{Markdown, StreamingMarkdown};
-use crate::settings::{use_settings, DisplayMode};
+use crate::settings::{use_settings, DisplayMode, Settings};
 
 use crate::protocol::{
     ReasoningSegment as Reasoning, Segment, ToolCallSegment as ToolCall, ToolCallStatus,
@@ -365,21 +365,7 @@ pub fn ToolCallSegment(
     let status = Memo::new(move |_| call.with(|call| call.status));
     let by_default = Memo::new(move |_| {
         let settings = settings.get();
-        // A call that waits for a person is open in every mode: the question is inside.
-        if status.get() == ToolCallStatus::AwaitingApproval {
-            return true;
-        }
-        match settings.mode {
-            DisplayMode::Verbose => true,
-            DisplayMode::Minimal => false,
-            // Normal: a running call shows its output as it streams, unless the message has so
-            // many calls that they all collapse; finished calls stay collapsed.
-            DisplayMode::Normal => {
-                streaming.get()
-                    && status.get() == ToolCallStatus::Running
-                    && tool_count.get() <= settings.auto_collapse_tool_count as usize
-            }
-        }
+        open_by_default(&settings, status.get(), streaming.get(), tool_count.get())
     });
     let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
     let opened = RwSignal::new(false);
@@ -435,6 +421,29 @@ pub fn ToolCallSegment(
         </details>
     }
     .into_any()
+}
+
+/// Whether a tool block is open when nobody chose: a call that waits for a person is open in
+/// every mode (the question is inside); in normal mode a running call shows its output as it
+/// streams, unless the message has so many calls that they all collapse.
+fn open_by_default(
+    settings: &Settings,
+    status: ToolCallStatus,
+    streaming: bool,
+    tool_count: usize,
+) -> bool {
+    if status == ToolCallStatus::AwaitingApproval {
+        return true;
+    }
+    match settings.mode {
+        DisplayMode::Verbose => true,
+        DisplayMode::Minimal => false,
+        DisplayMode::Normal => {
+            streaming
+                && status == ToolCallStatus::Running
+                && tool_count <= settings.auto_collapse_tool_count as usize
+        }
+    }
 }
 
 /// What an open tool block shows: the approval, progress, error, arguments and output.

@@ -173,4 +173,15 @@ impl CancelledBy {
             CancelledBy::Shutdown => "shutdown",
         }
     }
+
+    /// The value of its string form; `None` for any other string.
+    pub fn parse(text: &str) -> Option<CancelledBy> {
+        [
+            CancelledBy::User,
+            CancelledBy::Timeout,
+            CancelledBy::Shutdown,
+        ]
+        .into_iter()
+        .find(|by| by.as_str() == text)
+    }
 }

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::codes::ResolvedBy;
+use super::codes::{ResolvedBy, TraceStatus};
 use super::records::{ApprovalDecision, ToolError};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -243,4 +243,17 @@ pub struct TextSegment {
     pub id: String,
     pub sequence_number: u32,
     pub text: String,
+}
+
+/// A trace's status is its message's: `running` while the message streams.
+impl From<MessageStatus> for TraceStatus {
+    fn from(status: MessageStatus) -> Self {
+        match status {
+            MessageStatus::Streaming => TraceStatus::Running,
+            MessageStatus::Complete => TraceStatus::Completed,
+            MessageStatus::Cancelled => TraceStatus::Cancelled,
+            MessageStatus::Error => TraceStatus::Error,
+            MessageStatus::Interrupted => TraceStatus::Interrupted,
+        }
+    }
 }

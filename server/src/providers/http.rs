@@ -43,43 +43,48 @@ pub async fn send(
                 ),
             )
         })?;
-        let status = response.status();
-        if status.is_success() {
+        if response.status().is_success() {
             return Ok(response);
         }
-        let detail = response
-            .text()
-            .await
-            .ok()
-            .and_then(|text| error_message(&text))
-            .unwrap_or_default();
-        let detail = if detail.is_empty() {
-            String::new()
-        } else {
-            format!(": {detail}")
-        };
-        return Err(match status.as_u16() {
-            401 | 403 => ProviderError::new(
-                ErrorCode::ProviderAuth,
-                format!("The provider rejected the API key ({status}){detail}"),
-            ),
-            404 => ProviderError::new(
-                ErrorCode::UnknownModel,
-                format!("The provider does not know this model ({status}){detail}"),
-            ),
-            429 => ProviderError::new(
-                ErrorCode::RateLimited,
-                format!("The provider is rate-limiting requests ({status}){detail}"),
-            ),
-            500..=599 => ProviderError::new(
-                ErrorCode::ProviderUnavailable,
-                format!("The provider failed ({status}){detail}"),
-            ),
-            _ => ProviderError::new(
-                ErrorCode::ProviderError,
-                format!("The provider refused the request ({status}){detail}"),
-            ),
-        });
+        return Err(refused(response).await);
+    }
+}
+
+/// The error of a response that is not a success: its status, and the provider's own message.
+async fn refused(response: reqwest::Response) -> ProviderError {
+    let status = response.status();
+    let detail = response
+        .text()
+        .await
+        .ok()
+        .and_then(|text| error_message(&text))
+        .unwrap_or_default();
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    match status.as_u16() {
+        401 | 403 => ProviderError::new(
+            ErrorCode::ProviderAuth,
+            format!("The provider rejected the API key ({status}){detail}"),
+        ),
+        404 => ProviderError::new(
+            ErrorCode::UnknownModel,
+            format!("The provider does not know this model ({status}){detail}"),
+        ),
+        429 => ProviderError::new(
+            ErrorCode::RateLimited,
+            format!("The provider is rate-limiting requests ({status}){detail}"),
+        ),
+        500..=599 => ProviderError::new(
+            ErrorCode::ProviderUnavailable,
+            format!("The provider failed ({status}){detail}"),
+        ),
+        _ => ProviderError::new(
+            ErrorCode::ProviderError,
+            format!("The provider refused the request ({status}){detail}"),
+        ),
     }
 }
 

@@ -271,19 +271,7 @@ impl WireFormat for OpenAiResponses {
                 }
             }
             Event::Completed { response } => {
-                turn.completed = true;
-                if let Some(status) = response.status {
-                    turn.finish_reason(status);
-                }
-                if let Some(usage) = response.usage {
-                    *turn.usage() = app::protocol::Usage {
-                        input_tokens: usage.input_tokens.unwrap_or(0),
-                        output_tokens: usage.output_tokens.unwrap_or(0),
-                        reasoning_tokens: usage
-                            .output_tokens_details
-                            .and_then(|details| details.reasoning_tokens),
-                    };
-                }
+                completed(turn, response);
                 return Ok(true);
             }
             Event::Failed { response } => return Err(WireError::into_error(response.error)),
@@ -332,4 +320,21 @@ fn items(message: &ChatMessage) -> Vec<Item> {
         arguments: call.arguments.clone(),
     }))
     .collect()
+}
+
+/// The turn's end: its status and token counts.
+fn completed(turn: &mut TurnBuilder, response: Outcome) {
+    turn.completed = true;
+    if let Some(status) = response.status {
+        turn.finish_reason(status);
+    }
+    if let Some(usage) = response.usage {
+        *turn.usage() = app::protocol::Usage {
+            input_tokens: usage.input_tokens.unwrap_or(0),
+            output_tokens: usage.output_tokens.unwrap_or(0),
+            reasoning_tokens: usage
+                .output_tokens_details
+                .and_then(|details| details.reasoning_tokens),
+        };
+    }
 }

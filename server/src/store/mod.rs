@@ -26,7 +26,6 @@ mod writer;
 use std::sync::Arc;
 
 use app::models::{Conversation, ConversationSummary};
-use app::protocol::{MessageStatus, TraceStatus};
 
 pub use app::models::Trace;
 pub use json::join_json_array;
@@ -261,17 +260,6 @@ impl Store {
             Store::Postgres(backend) => Some(backend),
             Store::Sqlite(_) => None,
         }
-    }
-}
-
-/// The stored trace's status for its message's: the one place a run's end becomes a trace status.
-pub fn trace_status(status: MessageStatus) -> TraceStatus {
-    match status {
-        MessageStatus::Streaming => TraceStatus::Running,
-        MessageStatus::Complete => TraceStatus::Completed,
-        MessageStatus::Cancelled => TraceStatus::Cancelled,
-        MessageStatus::Error => TraceStatus::Error,
-        MessageStatus::Interrupted => TraceStatus::Interrupted,
     }
 }
 

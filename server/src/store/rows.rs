@@ -71,11 +71,9 @@ fn trace_status(text: &str) -> Result<TraceStatus> {
 }
 
 fn cancelled_by(text: &str) -> Result<CancelledBy> {
-    match text {
-        "user" => Ok(CancelledBy::User),
-        "timeout" => Ok(CancelledBy::Timeout),
-        "shutdown" => Ok(CancelledBy::Shutdown),
-        _ => Err(Error::Internal(format!(
+    match CancelledBy::parse(text) {
+        Some(by) => Ok(by),
+        None => Err(Error::Internal(format!(
             "a trace row has an unknown cancelled_by {text:?}"
         ))),
     }

@@ -23,24 +23,7 @@ pub async fn run(env: &Env, events: u32, repeat: usize) -> Result<(), String> {
     let mut server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
     let client = streams::client()?;
 
-    let mut stream =
-        RunStream::start(&client, &server.base, &format!("scenario:{SCENARIO}")).await?;
-    let mut run_id = String::new();
-    let mut deltas = 0;
-    let mut last_seq = 0;
-    while deltas < events {
-        let event = stream.next_event().await.ok_or("the run ended early")?;
-        if run_id.is_empty() {
-            run_id = string_field(&event, "run_id")
-                .unwrap_or_default()
-                .to_owned();
-        }
-        last_seq = seq(&event).unwrap_or(last_seq);
-        if event_type(&event) == Some("text_delta") {
-            deltas += 1;
-        }
-    }
-    drop(stream);
+    let (run_id, last_seq) = start_run(&client, &server.base, events).await?;
     println!("run {run_id}: {last_seq} events");
 
     for (label, after) in [
@@ -84,6 +67,31 @@ pub async fn run(env: &Env, events: u32, repeat: usize) -> Result<(), String> {
         measure(&client, &server.base, &run_id, after, total, repeat, label).await?;
     }
     Ok(())
+}
+
+/// Starts the run and reads it until its `events` text deltas are out: its id and last seq.
+async fn start_run(
+    client: &reqwest::Client,
+    base: &str,
+    events: u32,
+) -> Result<(String, u64), String> {
+    let mut stream = RunStream::start(client, base, &format!("scenario:{SCENARIO}")).await?;
+    let mut run_id = String::new();
+    let mut deltas = 0;
+    let mut last_seq = 0;
+    while deltas < events {
+        let event = stream.next_event().await.ok_or("the run ended early")?;
+        if run_id.is_empty() {
+            run_id = string_field(&event, "run_id")
+                .unwrap_or_default()
+                .to_owned();
+        }
+        last_seq = seq(&event).unwrap_or(last_seq);
+        if event_type(&event) == Some("text_delta") {
+            deltas += 1;
+        }
+    }
+    Ok((run_id, last_seq))
 }
 
 /// Reattaches `repeat` times and reads up to `until_seq`: time to the first and the last event.

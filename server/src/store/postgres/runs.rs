@@ -6,8 +6,8 @@ use sqlx::PgConnection;
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
 use crate::store::{
-    encode_message, one_run_at_a_time, sql_int, title_for, trace_status, CheckpointChunk, NewRun,
-    OwnedFinish, StartedRun,
+    encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun, OwnedFinish,
+    StartedRun,
 };
 use app::protocol::Message;
 
@@ -188,7 +188,7 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
          WHERE trace_id = $13 AND status = 'running'",
     )
     .bind(jsonb_text(&finished.events_json).as_ref())
-    .bind(trace_status(message.status).as_str())
+    .bind(app::protocol::TraceStatus::from(message.status).as_str())
     .bind(&finished.completed_at)
     .bind(message.tool_calls().count() as i64)
     .bind(usage.map(|u| sql_int(u.input_tokens)))

@@ -7,8 +7,8 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::SqliteStore;
 use crate::error::{Error, Result};
 use crate::store::{
-    decode_message, encode_message, one_run_at_a_time, sql_int, title_for, trace_status,
-    CheckpointChunk, NewRun, OwnedFinish, StartedRun,
+    decode_message, encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun,
+    OwnedFinish, StartedRun,
 };
 
 impl SqliteStore {
@@ -183,7 +183,7 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
         )?
     .execute(params![
         finished.events_json,
-        trace_status(message.status).as_str(),
+        app::protocol::TraceStatus::from(message.status).as_str(),
         finished.completed_at,
         message.tool_calls().count() as i64,
         usage.map(|u| sql_int(u.input_tokens)),

@@ -418,7 +418,6 @@ impl McpServer {
         }
     }
 
-    /// Logs the detail (without secrets or a URL's path) and shows the fixed phrase.
     /// An error of this server as the log may hold it: redacted, and without its URL's path and
     /// query (the library's errors name the URL, and hosted MCP URLs often carry a token there).
     pub(super) fn loggable(&self, error: &dyn std::fmt::Display) -> String {
@@ -429,6 +428,7 @@ impl McpServer {
         }
     }
 
+    /// Logs the detail (without secrets or a URL's path) and shows the fixed phrase.
     fn failed(&self, failure: Failure) {
         let error = self.loggable(&failure.detail);
         tracing::error!(server = %self.name, %error, "MCP server unavailable");
