@@ -124,10 +124,21 @@ fn sanitize_event(kind: &mut EventKind) {
         EventKind::ToolCallUpdate {
             output_delta,
             progress,
+            args_text,
+            args,
             ..
         } => {
             if let Some(progress) = progress {
                 sanitize_value(progress);
+            }
+            if let Some(args) = args {
+                sanitize_value(args);
+            }
+            if let Some(text) = args_text {
+                *text = crate::redact::redact_raw_json(text);
+                if let Some(cut) = shorten(text, MAX_DELTA_CHARS) {
+                    *text = cut.to_owned();
+                }
             }
             if let Some(delta) = output_delta {
                 if let Some(cut) = shorten(delta, MAX_DELTA_CHARS) {

@@ -60,6 +60,13 @@ pub enum EventKind {
         output_delta: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         progress: Option<Value>,
+        /// The arguments' JSON text so far (redacted as a whole), while an agent that streams
+        /// them writes them (an AG-UI agent's `TOOL_CALL_ARGS`); it replaces the previous one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args_text: Option<String>,
+        /// The whole arguments once streamed: they replace `tool_call_started`'s (empty) ones.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<Value>,
     },
     /// The call waits for a person to approve or deny it (its tool's policy is `ask`).
     ToolApprovalRequested {

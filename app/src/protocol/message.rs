@@ -217,6 +217,9 @@ pub struct ToolCallSegment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
     pub args: Value,
+    /// The arguments' JSON text while an agent streams it; empty once `args` holds them whole.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub args_text: String,
     pub status: ToolCallStatus,
     /// The streamed output while running; the final output once the result arrived.
     #[serde(default)]

@@ -236,6 +236,7 @@ fn apply_tool(message: &mut Message, event: &Event) {
                     name: name.clone(),
                     display: display.clone(),
                     args: args.clone(),
+                    args_text: String::new(),
                     status: ToolCallStatus::Running,
                     output: String::new(),
                     truncated: false,
@@ -252,6 +253,8 @@ fn apply_tool(message: &mut Message, event: &Event) {
             call_id,
             output_delta,
             progress,
+            args_text,
+            args,
         } => {
             let call = find_tool(message, call_id);
             if let Some(call) = call.filter(|call| call.status == ToolCallStatus::Running) {
@@ -260,6 +263,13 @@ fn apply_tool(message: &mut Message, event: &Event) {
                 }
                 if progress.is_some() {
                     call.progress.clone_from(progress);
+                }
+                if let Some(text) = args_text {
+                    call.args_text.clone_from(text);
+                }
+                if let Some(args) = args {
+                    call.args.clone_from(args);
+                    call.args_text.clear();
                 }
             }
         }
