@@ -7,8 +7,9 @@ function plays a script chosen by the last user message (case-insensitive):
   parallel  calls get_weather for Paris and for Oslo in one turn, then answers with both
   delete    calls delete_file(path="notes.txt"), a tool that needs approval: the run ends with an
             interrupt, and the client resumes it with `resume: [{interruptId, status, payload}]`
-  sleep     calls slow_task(), which sleeps 60 s; if the client disconnects, the tool is cancelled
-            and logs "cancelled slow_task <tool_call_id>" (stderr, and $GLASSBOX_AGENT_LOG if set)
+  sleep     calls slow_task(), which logs "started slow_task <tool_call_id>" and sleeps 60 s; if the
+            client disconnects, the tool is cancelled and logs "cancelled slow_task <tool_call_id>"
+            (log: stderr, and the file $GLASSBOX_AGENT_LOG if set)
   fail      the model raises an exception mid-stream: the stream ends with RUN_ERROR
   otherwise thinks, then answers "You said: <message>. (user messages seen: N)"
 
@@ -178,17 +179,22 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
+def log_line(line: str) -> None:
+    """Writes a line to stderr and appends it to $GLASSBOX_AGENT_LOG, if set (tests read that file)."""
+    print(line, file=sys.stderr, flush=True)
+    if log_path := os.environ.get("GLASSBOX_AGENT_LOG"):
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+
 @agent.tool
 async def slow_task(ctx: RunContext) -> str:
     """A task that takes a minute, to try Stop with."""
+    log_line(f"started slow_task {ctx.tool_call_id}")
     try:
         await asyncio.sleep(60)
     except asyncio.CancelledError:
-        line = f"cancelled slow_task {ctx.tool_call_id}"
-        print(line, file=sys.stderr, flush=True)
-        if log_path := os.environ.get("GLASSBOX_AGENT_LOG"):
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(line + "\n")
+        log_line(f"cancelled slow_task {ctx.tool_call_id}")
         raise
     return "slow_task finished"
 
