@@ -55,7 +55,8 @@ def last_user_text(messages: list[ModelMessage]) -> str:
 
 
 def count_user_messages(messages: list[ModelMessage]) -> int:
-    return sum(isinstance(part, UserPromptPart) for m in messages if isinstance(m, ModelRequest) for part in m.parts)
+    requests = [m for m in messages if isinstance(m, ModelRequest)]
+    return sum(isinstance(part, UserPromptPart) for request in requests for part in request.parts)
 
 
 def tool_results(messages: list[ModelMessage]) -> list[ToolReturnPart]:
@@ -92,7 +93,8 @@ async def call(index: int, tool: str, json_args: str) -> AsyncIterator[dict[int,
 def pieces(text: str, words: int = 2) -> list[str]:
     """Splits text into chunks of a couple of words, keeping the spaces, so the chunks join back to it."""
     tokens = text.split(" ")
-    return [" ".join(tokens[i : i + words]) + (" " if i + words < len(tokens) else "") for i in range(0, len(tokens), words)]
+    chunks = [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
+    return [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
 
 
 async def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator:
