@@ -49,7 +49,8 @@ def get_weather(city: str) -> str:
 def pieces(text: str, words: int = 2) -> list[str]:
     """Splits text into chunks of a couple of words, keeping the spaces, so the chunks join back to it."""
     tokens = text.split(" ")
-    return [" ".join(tokens[i : i + words]) + (" " if i + words < len(tokens) else "") for i in range(0, len(tokens), words)]
+    chunks = [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
+    return [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
 
 
 def reasoning(text: str) -> Iterator[AIMessageChunk]:
@@ -69,11 +70,10 @@ def tool_call(call_id: str, name: str, json_args: str) -> Iterator[AIMessageChun
     # calls like this). The name and id come alone first: ag-ui-langgraph makes TOOL_CALL_START of that
     # chunk and drops its args. Then the JSON arguments in two halves: two TOOL_CALL_ARGS.
     half = len(json_args) // 2
-    for chunk_name, chunk_id, args in ((name, call_id, ""), (None, None, json_args[:half]), (None, None, json_args[half:])):
-        yield AIMessageChunk(
-            content=[],
-            tool_call_chunks=[{"type": "tool_call_chunk", "index": 0, "name": chunk_name, "id": chunk_id, "args": args}],
-        )
+    steps = [(name, call_id, ""), (None, None, json_args[:half]), (None, None, json_args[half:])]
+    for chunk_name, chunk_id, args in steps:
+        chunk = {"type": "tool_call_chunk", "index": 0, "name": chunk_name, "id": chunk_id, "args": args}
+        yield AIMessageChunk(content=[], tool_call_chunks=[chunk])
 
 
 class ScriptedChatModel(BaseChatModel):
@@ -109,7 +109,7 @@ class ScriptedChatModel(BaseChatModel):
                 run_manager.on_llm_new_token(chunk.text, chunk=generation)
             yield generation
 
-    async def _astream(self, messages, stop=None, run_manager=None, **kwargs) -> AsyncIterator[ChatGenerationChunk]:
+    async def _astream(self, messages, stop=None, run_manager=None, **kwargs):
         for chunk in self.script(messages):
             await asyncio.sleep(CHUNK_PAUSE_SECS)
             generation = ChatGenerationChunk(message=chunk)

@@ -7,8 +7,9 @@ function plays a script chosen by the last user message (case-insensitive):
   parallel  calls get_weather for Paris and for Oslo in one turn, then answers with both
   delete    calls delete_file(path="notes.txt"), a tool that needs approval: the run ends with an
             interrupt, and the client resumes it with `resume: [{interruptId, status, payload}]`
-  sleep     calls slow_task(), which sleeps 60 s; if the client disconnects, the tool is cancelled
-            and logs "cancelled slow_task <tool_call_id>" (stderr, and $GLASSBOX_AGENT_LOG if set)
+  sleep     calls slow_task(), which logs "started slow_task <tool_call_id>" and sleeps 60 s; if the
+            client disconnects, the tool is cancelled and logs "cancelled slow_task <tool_call_id>"
+            (log: stderr, and the file $GLASSBOX_AGENT_LOG if set)
   fail      the model raises an exception mid-stream: the stream ends with RUN_ERROR
   otherwise thinks, then answers "You said: <message>. (user messages seen: N)"
 
@@ -54,7 +55,8 @@ def last_user_text(messages: list[ModelMessage]) -> str:
 
 
 def count_user_messages(messages: list[ModelMessage]) -> int:
-    return sum(isinstance(part, UserPromptPart) for m in messages if isinstance(m, ModelRequest) for part in m.parts)
+    requests = [m for m in messages if isinstance(m, ModelRequest)]
+    return sum(isinstance(part, UserPromptPart) for request in requests for part in request.parts)
 
 
 def tool_results(messages: list[ModelMessage]) -> list[ToolReturnPart]:
@@ -91,7 +93,8 @@ async def call(index: int, tool: str, json_args: str) -> AsyncIterator[dict[int,
 def pieces(text: str, words: int = 2) -> list[str]:
     """Splits text into chunks of a couple of words, keeping the spaces, so the chunks join back to it."""
     tokens = text.split(" ")
-    return [" ".join(tokens[i : i + words]) + (" " if i + words < len(tokens) else "") for i in range(0, len(tokens), words)]
+    chunks = [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
+    return [chunk + " " for chunk in chunks[:-1]] + chunks[-1:]
 
 
 async def scripted_model(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator:
@@ -178,17 +181,22 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
+def log_line(line: str) -> None:
+    """Writes a line to stderr and appends it to $GLASSBOX_AGENT_LOG, if set (tests read that file)."""
+    print(line, file=sys.stderr, flush=True)
+    if log_path := os.environ.get("GLASSBOX_AGENT_LOG"):
+        with open(log_path, "a", encoding="utf-8") as log:
+            log.write(line + "\n")
+
+
 @agent.tool
 async def slow_task(ctx: RunContext) -> str:
     """A task that takes a minute, to try Stop with."""
+    log_line(f"started slow_task {ctx.tool_call_id}")
     try:
         await asyncio.sleep(60)
     except asyncio.CancelledError:
-        line = f"cancelled slow_task {ctx.tool_call_id}"
-        print(line, file=sys.stderr, flush=True)
-        if log_path := os.environ.get("GLASSBOX_AGENT_LOG"):
-            with open(log_path, "a", encoding="utf-8") as log:
-                log.write(line + "\n")
+        log_line(f"cancelled slow_task {ctx.tool_call_id}")
         raise
     return "slow_task finished"
 
