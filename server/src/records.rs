@@ -29,9 +29,13 @@ impl ProviderKind {
 
     /// A stored format name; turns recorded before formats were stored are OpenAI chat.
     pub fn parse(name: &str) -> Self {
-        [ProviderKind::OpenaiResponses, ProviderKind::Anthropic, ProviderKind::AgUi]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
-            .unwrap_or_default()
+        [
+            ProviderKind::OpenaiResponses,
+            ProviderKind::Anthropic,
+            ProviderKind::AgUi,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
+        .unwrap_or_default()
     }
 }

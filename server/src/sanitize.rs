@@ -331,6 +331,8 @@ mod tests {
                 call_id: "a".into(),
                 output_delta: Some(words.to_owned()),
                 progress: Some(json!({ "message": words })),
+                args_text: Some(json!({ "api_key": "plain", "text": words }).to_string()),
+                args: Some(args.clone()),
             },
             EventKind::ToolApprovalRequested {
                 call_id: "a".into(),

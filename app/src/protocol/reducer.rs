@@ -533,6 +533,23 @@ mod tests {
                 call_id: call_id.into(),
                 output_delta: Some(delta.into()),
                 progress: None,
+                args_text: None,
+                args: None,
+            })
+        }
+
+        fn tool_args(
+            &mut self,
+            call_id: &str,
+            text: Option<&str>,
+            args: Option<serde_json::Value>,
+        ) -> &mut Self {
+            self.push(EventKind::ToolCallUpdate {
+                call_id: call_id.into(),
+                output_delta: None,
+                progress: None,
+                args_text: text.map(Into::into),
+                args,
             })
         }
 
@@ -698,6 +715,23 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["reasoning", "tool", "reasoning", "text"]);
+    }
+
+    #[test]
+    fn streamed_arguments_show_as_text_until_they_are_whole() {
+        let mut script = Script::new();
+        script
+            .tool_start("a", 0)
+            .tool_args("a", Some("{\"city\":"), None)
+            .tool_args("a", Some("{\"city\": \"Paris\"}"), None);
+        assert_eq!(
+            tool(&script.message(), "a").args_text,
+            "{\"city\": \"Paris\"}"
+        );
+        script.tool_args("a", None, Some(json!({"city": "Paris"})));
+        let whole = script.message();
+        assert!(tool(&whole, "a").args_text.is_empty());
+        assert_eq!(tool(&whole, "a").args, json!({"city": "Paris"}));
     }
 
     #[test]

@@ -37,9 +37,13 @@ pub enum Event {
         usage: Option<Vec<TokenUsage>>,
     },
     #[serde(rename_all = "camelCase")]
-    StepStarted { step_name: String },
+    StepStarted {
+        step_name: String,
+    },
     #[serde(rename_all = "camelCase")]
-    StepFinished { step_name: String },
+    StepFinished {
+        step_name: String,
+    },
     #[serde(rename_all = "camelCase")]
     TextMessageStart {
         message_id: String,
@@ -49,9 +53,14 @@ pub enum Event {
         name: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    TextMessageContent { message_id: String, delta: String },
+    TextMessageContent {
+        message_id: String,
+        delta: String,
+    },
     #[serde(rename_all = "camelCase")]
-    TextMessageEnd { message_id: String },
+    TextMessageEnd {
+        message_id: String,
+    },
     #[serde(rename_all = "camelCase")]
     TextMessageChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,9 +78,14 @@ pub enum Event {
         parent_message_id: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    ToolCallArgs { tool_call_id: String, delta: String },
+    ToolCallArgs {
+        tool_call_id: String,
+        delta: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ToolCallEnd { tool_call_id: String },
+    ToolCallEnd {
+        tool_call_id: String,
+    },
     #[serde(rename_all = "camelCase")]
     ToolCallChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -92,13 +106,23 @@ pub enum Event {
         role: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    ReasoningStart { message_id: String },
+    ReasoningStart {
+        message_id: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageStart { message_id: String, role: String },
+    ReasoningMessageStart {
+        message_id: String,
+        role: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageContent { message_id: String, delta: String },
+    ReasoningMessageContent {
+        message_id: String,
+        delta: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ReasoningMessageEnd { message_id: String },
+    ReasoningMessageEnd {
+        message_id: String,
+    },
     #[serde(rename_all = "camelCase")]
     ReasoningMessageChunk {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,7 +131,9 @@ pub enum Event {
         delta: Option<String>,
     },
     #[serde(rename_all = "camelCase")]
-    ReasoningEnd { message_id: String },
+    ReasoningEnd {
+        message_id: String,
+    },
     #[serde(rename_all = "camelCase")]
     ReasoningEncryptedValue {
         subtype: String,

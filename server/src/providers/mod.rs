@@ -128,7 +128,9 @@ fn provider_for(
         }
         ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(client, base_url, api_key)),
         ProviderKind::AgUi => {
-            return Err("kind 'ag_ui' is not a model provider: list AG-UI agents under 'agents'".into())
+            return Err(
+                "kind 'ag_ui' is not a model provider: list AG-UI agents under 'agents'".into(),
+            )
         }
     })
 }
@@ -420,9 +422,7 @@ pub struct ConfiguredAgent {
 pub const AGENT_PREFIX: &str = "agent";
 
 /// Checks each agent's name and URL; two agents may not share a name.
-fn agents_by_name(
-    agents: Vec<AgentConfig>,
-) -> Result<BTreeMap<String, ConfiguredAgent>, String> {
+fn agents_by_name(agents: Vec<AgentConfig>) -> Result<BTreeMap<String, ConfiguredAgent>, String> {
     let mut by_name = BTreeMap::new();
     for agent in agents {
         let valid_name = !agent.name.is_empty()

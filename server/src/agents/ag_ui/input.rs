@@ -32,7 +32,9 @@ fn user(message: &Message) -> wire::Message {
 fn answer(message: &Message, out: &mut Vec<wire::Message>) {
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut results: Vec<wire::Message> = Vec::new();
-    let flush = |out: &mut Vec<wire::Message>, calls: &mut Vec<ToolCall>, results: &mut Vec<wire::Message>| {
+    let flush = |out: &mut Vec<wire::Message>,
+                 calls: &mut Vec<ToolCall>,
+                 results: &mut Vec<wire::Message>| {
         if !calls.is_empty() {
             out.push(wire::Message::Assistant {
                 id: format!("{}-calls-{}", message.id, out.len()),

@@ -108,9 +108,8 @@ impl AgUiAgent {
         let after_seq = context.run.event_count();
         mapper.begin_request();
         let end = stream::request(&self.client, &self.config, input, mapper, context).await;
-        let request = super::model_loop::request_record(
-            serde_json::to_value(input).unwrap_or(Value::Null),
-        );
+        let request =
+            super::model_loop::request_record(serde_json::to_value(input).unwrap_or(Value::Null));
         context.record_model_turn(ModelTurn {
             model: self.model_id.clone(),
             format: ProviderKind::AgUi,
@@ -144,7 +143,16 @@ async fn answer_interrupts(
     let mut resume = Vec::new();
     for ((interrupt, call_id, _, _), answer) in asked.into_iter().zip(answers) {
         let payload = match answer {
-            Ok(()) => json!({"approved": true}),
+            Ok(()) => {
+                if let Some(call) = interrupt
+                    .tool_call_id
+                    .as_deref()
+                    .and_then(|id| mapper.call_mut(id))
+                {
+                    call.restart_clock(u64::try_from(crate::stamps::now_unix_ms()).unwrap_or(0));
+                }
+                json!({"approved": true})
+            }
             Err(error) => {
                 let reason = error.message.clone();
                 if let Some(call) = interrupt

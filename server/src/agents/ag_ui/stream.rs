@@ -51,7 +51,10 @@ pub async fn request(
             Ok(Some(Err(error))) => {
                 return Err(failure(
                     "stream_interrupted",
-                    format!("The agent's stream broke off: {}", crate::providers::without_url(&error)),
+                    format!(
+                        "The agent's stream broke off: {}",
+                        crate::providers::without_url(&error)
+                    ),
                 ))
             }
             Ok(Some(Ok(chunk))) => chunk,
@@ -107,14 +110,24 @@ async fn send(
         Err(_) => return Err(silent(config)),
         Ok(Err(error)) if error.is_timeout() || error.is_connect() => {
             return Err(failure(
-                if error.is_timeout() { "agent_timeout" } else { "connection_failed" },
-                format!("Could not reach the agent: {}", crate::providers::without_url(&error)),
+                if error.is_timeout() {
+                    "agent_timeout"
+                } else {
+                    "connection_failed"
+                },
+                format!(
+                    "Could not reach the agent: {}",
+                    crate::providers::without_url(&error)
+                ),
             ))
         }
         Ok(Err(error)) => {
             return Err(failure(
                 "connection_failed",
-                format!("The request to the agent failed: {}", crate::providers::without_url(&error)),
+                format!(
+                    "The request to the agent failed: {}",
+                    crate::providers::without_url(&error)
+                ),
             ))
         }
         Ok(Ok(response)) => response,
@@ -128,7 +141,14 @@ async fn send(
         let detail = crate::redact::redact_text(&detail);
         return Err(failure(
             "agent_refused",
-            format!("The agent answered {status}{}", if detail.is_empty() { String::new() } else { format!(": {detail}") }),
+            format!(
+                "The agent answered {status}{}",
+                if detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {detail}")
+                }
+            ),
         ));
     }
     let content_type = response
@@ -140,7 +160,10 @@ async fn send(
     if !content_type.starts_with("text/event-stream") {
         return Err(failure(
             "agent_protocol",
-            format!("The agent answered with content type '{}', not text/event-stream.", crate::sanitize::shorten(&content_type, 80).unwrap_or(&content_type)),
+            format!(
+                "The agent answered with content type '{}', not text/event-stream.",
+                crate::sanitize::shorten(&content_type, 80).unwrap_or(&content_type)
+            ),
         ));
     }
     Ok(response)

@@ -36,7 +36,14 @@ impl Mapper {
                 tool_call_name,
                 parent_message_id,
                 delta,
-            } => self.call_chunk(tool_call_id, tool_call_name, parent_message_id, delta, at_ms, out)?,
+            } => self.call_chunk(
+                tool_call_id,
+                tool_call_name,
+                parent_message_id,
+                delta,
+                at_ms,
+                out,
+            )?,
             Event::ToolCallResult {
                 tool_call_id,
                 content,
@@ -271,6 +278,11 @@ impl Mapper {
 }
 
 impl CallState {
+    /// A person approved the call: its duration counts from now, not from the wait's start.
+    pub fn restart_clock(&mut self, at_ms: u64) {
+        self.started_ms = at_ms;
+    }
+
     /// The arguments so far, as JSON.
     pub fn args(&self) -> Value {
         parse_args(&self.args_text)

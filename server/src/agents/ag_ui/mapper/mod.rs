@@ -29,7 +29,10 @@ pub enum StreamEnd {
         usage: Option<Usage>,
     },
     /// `RUN_ERROR`: the agent's message and code.
-    Failed { message: String, code: Option<String> },
+    Failed {
+        message: String,
+        code: Option<String>,
+    },
 }
 
 /// A stream the agent got wrong: the run ends with `message_error` code `agent_protocol`.
@@ -153,9 +156,7 @@ impl Mapper {
                 self.started = true;
                 self.keep(raw.clone());
             }
-            Event::RunFinished {
-                outcome, usage, ..
-            } => {
+            Event::RunFinished { outcome, usage, .. } => {
                 self.close_all(out);
                 self.keep(raw.clone());
                 let interrupts = match outcome {
@@ -211,7 +212,9 @@ impl Mapper {
 
     fn text(&mut self, event: Event, out: &mut Vec<EventKind>) -> Result<(), ProtocolError> {
         match event {
-            Event::TextMessageStart { message_id, role, .. } => {
+            Event::TextMessageStart {
+                message_id, role, ..
+            } => {
                 self.close_chunks(out);
                 if role == "assistant" {
                     self.open_text(message_id, out);
@@ -332,7 +335,9 @@ fn push_text(text: &mut TextState, delta: &str, out: &mut Vec<EventKind>) {
 }
 
 fn unknown(what: &str, id: &str) -> ProtocolError {
-    ProtocolError(format!("the agent sent an event for an unknown {what} '{id}'"))
+    ProtocolError(format!(
+        "the agent sent an event for an unknown {what} '{id}'"
+    ))
 }
 
 /// An event's `type`, for messages and counts.
@@ -359,7 +364,12 @@ fn sum_usage(entries: &[TokenUsage]) -> Option<Usage> {
             any = true;
         }
         if let Some(reasoning) = entry.reasoning_tokens {
-            usage.reasoning_tokens = Some(usage.reasoning_tokens.unwrap_or(0).saturating_add(reasoning));
+            usage.reasoning_tokens = Some(
+                usage
+                    .reasoning_tokens
+                    .unwrap_or(0)
+                    .saturating_add(reasoning),
+            );
         }
     }
     any.then_some(usage)
