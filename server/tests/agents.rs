@@ -360,8 +360,11 @@ async fn a_langgraph_run_with_steps_a_tool_call_and_state() {
         .await
         .1
         .to_string();
+    // Each kept event has its time (`at_ms`): the timeline draws the steps from them.
     assert!(
-        turns.contains("STEP_STARTED") && turns.contains("STATE_SNAPSHOT"),
+        turns.contains("STEP_STARTED")
+            && turns.contains("STATE_SNAPSHOT")
+            && turns.contains("at_ms"),
         "{turns}"
     );
 }
@@ -630,4 +633,101 @@ async fn a_run_on_one_instance_is_followed_and_stopped_from_another() {
     );
     // A closed its connection: the agent cancelled its tool.
     until_logged(&agent, "cancelled slow_task").await;
+}
+
+#[tokio::test]
+async fn a_call_left_without_a_result_ends_with_an_error_when_the_agent_finishes() {
+    let url = canned_agent(
+        sse_answer(&[
+            STARTED,
+            r#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"frontend_tool"}"#,
+            r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{}"}"#,
+            r#"{"type":"TOOL_CALL_END","toolCallId":"c1"}"#,
+            FINISHED,
+        ]),
+        Duration::ZERO,
+    )
+    .await;
+    let server = server_with_agents(&[("open", &url, 30)]).await;
+    let events = server
+        .chat_stream("agent/open", "hello")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    assert!(is_type(events.last().expect("end"), "message_final"));
+    let message = message_of(&events);
+    let calls = calls(&message);
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].status, ToolCallStatus::Error, "{message:#?}");
+}
+
+#[tokio::test]
+async fn an_interrupt_of_another_reason_is_a_question_in_the_chat() {
+    // The first request pauses on a question; the resume request finishes with text.
+    let paused = sse_answer(&[
+        STARTED,
+        r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"q1","reason":"confirm_plan","message":"Go ahead with the plan?"}]}}"#,
+    ]);
+    let resumed = sse_answer(&[STARTED, TEXT[0], TEXT[1], FINISHED]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("address"));
+    let (bodies_in, mut bodies) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        for answer in [paused, resumed] {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 8192];
+            while let Ok(read) = socket.read(&mut buffer).await {
+                if read == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..read]);
+                if request.ends_with(b"}") {
+                    break;
+                }
+            }
+            let _ = bodies_in.send(String::from_utf8_lossy(&request).into_owned());
+            let _ = socket.write_all(&answer).await;
+        }
+    });
+    let server = server_with_agents(&[("asks", &url, 30)]).await;
+    let mut stream = server.chat_stream("agent/asks", "plan it").await;
+    let events = stream
+        .until(|event| is_type(event, "tool_approval_requested"))
+        .await;
+    let Some(EventKind::ToolApprovalRequested { call_id, name, .. }) =
+        events.last().map(|event| event.kind.clone())
+    else {
+        panic!("no question: {events:#?}");
+    };
+    assert_eq!(name, "confirm_plan");
+    let run_id = events[0].run_id.clone();
+    let (code, _) = server
+        .post_json(
+            &format!("/api/runs/{run_id}/approvals/{call_id}"),
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(code, 200);
+    let rest = stream.collect().await;
+    assert!(
+        is_type(rest.last().expect("end"), "message_final"),
+        "{rest:#?}"
+    );
+    let message = message_of(&rest);
+    assert_eq!(message.text(), "kept");
+    assert_eq!(calls(&message)[0].status, ToolCallStatus::Success);
+    let _first = bodies.recv().await.expect("the first request");
+    let resume = bodies.recv().await.expect("the resume request");
+    assert!(
+        resume.contains(
+            r#""resume":[{"interruptId":"q1","status":"resolved","payload":{"approved":true}}]"#
+        ),
+        "{resume}"
+    );
 }

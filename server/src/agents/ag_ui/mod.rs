@@ -53,6 +53,11 @@ impl Agent for AgUiAgent {
                             context.emit_usage(usage);
                         }
                         if interrupts.is_empty() {
+                            let mut out = Vec::new();
+                            mapper.end_unanswered_calls(now_ms(), &mut out);
+                            out.into_iter().for_each(|kind| {
+                                context.run.emit(kind);
+                            });
                             return AgentOutcome::Completed;
                         }
                         resume = Some(answer_interrupts(context, &mut mapper, interrupts).await);
@@ -140,48 +145,64 @@ async fn answer_interrupts(
         approval::ask(context.run.as_ref(), call_id, name, args, timeout)
     }))
     .await;
-    let mut resume = Vec::new();
-    for ((interrupt, call_id, _, _), answer) in asked.into_iter().zip(answers) {
-        let payload = match answer {
-            Ok(()) => {
-                if let Some(call) = interrupt
-                    .tool_call_id
-                    .as_deref()
-                    .and_then(|id| mapper.call_mut(id))
-                {
-                    call.restart_clock(u64::try_from(crate::stamps::now_unix_ms()).unwrap_or(0));
-                }
-                json!({"approved": true})
+    asked
+        .into_iter()
+        .zip(answers)
+        .map(|((interrupt, call_id, _, _), answer)| {
+            let payload = settle(context, mapper, &interrupt, call_id, answer);
+            ResumeEntry {
+                interrupt_id: interrupt.id,
+                status: "resolved".into(),
+                payload: Some(payload),
             }
-            Err(error) => {
-                let reason = error.message.clone();
-                if let Some(call) = interrupt
-                    .tool_call_id
-                    .as_deref()
-                    .and_then(|id| mapper.call_mut(id))
-                {
-                    call.ended = true;
-                    call.denied = true;
-                }
-                context.run.emit(EventKind::ToolResult {
-                    call_id,
-                    status: ToolResultStatus::Denied,
-                    duration_ms: 0,
-                    output: None,
-                    truncated: false,
-                    full_length: None,
-                    error: Some(error),
-                });
-                json!({"approved": false, "reason": reason})
+        })
+        .collect()
+}
+
+/// Applies a person's answer to the run, and says it in the resume payload's shape. An approved
+/// call of the agent's runs on (its duration counts from now); an approved question of the
+/// agent's own ends its block; a denied call ends here, its one `tool_result` `denied`.
+fn settle(
+    context: &RunContext,
+    mapper: &mut Mapper,
+    interrupt: &Interrupt,
+    call_id: String,
+    answer: Result<(), app::protocol::ToolError>,
+) -> Value {
+    let agents_call = interrupt
+        .tool_call_id
+        .as_deref()
+        .and_then(|id| mapper.call_mut(id));
+    let (status, output, error, payload) = match (answer, agents_call) {
+        (Ok(()), Some(call)) => {
+            call.restart_clock(now_ms());
+            return json!({"approved": true});
+        }
+        (Ok(()), None) => (
+            ToolResultStatus::Success,
+            Some("Approved".to_owned()),
+            None,
+            json!({"approved": true}),
+        ),
+        (Err(error), call) => {
+            if let Some(call) = call {
+                call.ended = true;
+                call.denied = true;
             }
-        };
-        resume.push(ResumeEntry {
-            interrupt_id: interrupt.id,
-            status: "resolved".into(),
-            payload: Some(payload),
-        });
-    }
-    resume
+            let payload = json!({"approved": false, "reason": error.message.clone()});
+            (ToolResultStatus::Denied, None, Some(error), payload)
+        }
+    };
+    context.run.emit(EventKind::ToolResult {
+        call_id,
+        status,
+        duration_ms: 0,
+        output,
+        truncated: false,
+        full_length: None,
+        error,
+    });
+    payload
 }
 
 /// The Glassbox call an interrupt asks about: the agent's call it names, or (another reason, or
@@ -209,6 +230,10 @@ fn interrupt_call(
         sequence_number: mapper.next_sequence(),
     });
     (call_id, name, args)
+}
+
+fn now_ms() -> u64 {
+    u64::try_from(crate::stamps::now_unix_ms()).unwrap_or(0)
 }
 
 impl Failure {

@@ -1,6 +1,6 @@
 //! Tool calls: started, arguments streamed in, ended, and their results.
 
-use app::protocol::{EventKind, ToolResultStatus};
+use app::protocol::{EventKind, ToolErrorKind, ToolResultStatus};
 use serde_json::Value;
 
 use super::{unknown, CallState, Mapper, ProtocolError, MAX_ARGS_BYTES};
@@ -242,6 +242,26 @@ impl Mapper {
             encrypted_value: None,
         });
         Ok(())
+    }
+
+    /// The agent finished its run with calls it never reported a result for: each ends here with
+    /// an error, so that no call of a finished message is left running.
+    pub fn end_unanswered_calls(&mut self, at_ms: u64, out: &mut Vec<EventKind>) {
+        for call in self.calls.values_mut().filter(|call| !call.ended) {
+            call.ended = true;
+            out.push(EventKind::ToolResult {
+                call_id: call.glassbox_id.clone(),
+                status: ToolResultStatus::Error,
+                duration_ms: at_ms.saturating_sub(call.started_ms),
+                output: None,
+                truncated: false,
+                full_length: None,
+                error: Some(crate::tools::tool_error(
+                    ToolErrorKind::Other("no_result".into()),
+                    "The agent finished its run without a result for this call.",
+                )),
+            });
+        }
     }
 
     /// Keeps an encrypted value with the message or call it belongs to, for the next request.

@@ -80,6 +80,8 @@ pub struct Mapper {
     /// Events kept only in the trace, as they came (redacted before storing).
     pub kept: Vec<Value>,
     pub kept_overflow: u64,
+    /// The time of the event being applied.
+    at_ms: u64,
     /// Event types this version does not know, and how many of each.
     pub dropped: BTreeMap<String, u64>,
 }
@@ -110,7 +112,11 @@ impl Mapper {
     /// the event types that were dropped, and the failure that ended it. Resets them.
     pub fn take_record(&mut self, failure: Option<&super::Failure>) -> Value {
         let mut events = std::mem::take(&mut self.kept);
-        events.iter_mut().for_each(crate::sanitize::sanitize_value);
+        for entry in &mut events {
+            if let Some(event) = entry.get_mut("event") {
+                crate::sanitize::sanitize_value(event);
+            }
+        }
         let mut record = serde_json::json!({ "events": events });
         if self.kept_overflow > 0 {
             record["events_not_kept"] = std::mem::take(&mut self.kept_overflow).into();
@@ -124,10 +130,11 @@ impl Mapper {
         record
     }
 
-    /// Keeps an event in the trace only.
+    /// Keeps an event in the trace only, with its time (the agent's stamp, or its arrival).
     pub fn keep(&mut self, raw: Value) {
         if self.kept.len() < MAX_KEPT_EVENTS {
-            self.kept.push(raw);
+            self.kept
+                .push(serde_json::json!({"at_ms": self.at_ms, "event": raw}));
         } else {
             self.kept_overflow += 1;
         }
@@ -142,6 +149,7 @@ impl Mapper {
         at_ms: u64,
         out: &mut Vec<EventKind>,
     ) -> Result<Option<StreamEnd>, ProtocolError> {
+        self.at_ms = at_ms;
         if !self.started && !matches!(event, Event::RunStarted { .. } | Event::Unknown) {
             return Err(ProtocolError(format!(
                 "the agent sent {} before RUN_STARTED",
