@@ -219,3 +219,47 @@ async fn an_approval_is_an_interrupt_and_resuming_answers_it() {
     assert_eq!(result["metadata"]["glassbox"]["status"], "success");
     assert!(resumed.types().contains(&"TEXT_MESSAGE_CONTENT"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn another_users_thread_is_not_found_and_stays_untouched() {
+    let dir = test_dir();
+    let server = launch(&dir, &["--auth", "proxy"]).await;
+    let client = reqwest::Client::new();
+    let thread_id = thread();
+    let post = |user: &'static str, body: Value| {
+        client
+            .post(format!("{}/api/ag-ui", server.base))
+            .header("X-Forwarded-User", user)
+            .json(&body)
+    };
+    let input = |text: &str| {
+        json!({"threadId": thread_id, "runId": "r1", "state": {}, "tools": [], "context": [],
+            "forwardedProps": {}, "messages": [{"id": "m1", "role": "user", "content": text}]})
+    };
+    let own = post("ann", input("How does the checkpoint work?"))
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(own.status(), 200);
+    let stream = own.text().await.expect("the stream");
+    assert!(stream.contains(r#""type":"RUN_FINISHED""#), "{stream}");
+
+    let other = post("bob", input("Mine now")).send().await.expect("POST");
+    assert_eq!(other.status(), 404);
+    let body: Value = other.json().await.expect("JSON error");
+    assert_eq!(body["code"], "not_found");
+    let mut resume = input("x");
+    resume["resume"] = json!([{"interruptId": "approval:call_x", "status": "resolved",
+        "payload": {"approved": true}}]);
+    let resumed = post("bob", resume).send().await.expect("POST");
+    assert_eq!(resumed.status(), 404);
+
+    let conversation = client
+        .get(format!("{}/api/conversations/{thread_id}", server.base))
+        .header("X-Forwarded-User", "ann")
+        .send()
+        .await
+        .expect("GET");
+    let conversation: Value = conversation.json().await.expect("JSON");
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(2));
+}

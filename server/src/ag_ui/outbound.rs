@@ -62,24 +62,7 @@ impl Outbound {
             return out;
         }
         match kind {
-            EventKind::MessageStarted {
-                conversation_id,
-                message_id,
-                trace_id,
-                model,
-                ..
-            } => {
-                self.model = Some(model.clone());
-                out.push(Event::Custom {
-                    name: "glassbox.run".into(),
-                    value: json!({
-                        "conversationId": conversation_id,
-                        "messageId": message_id,
-                        "traceId": trace_id,
-                        "model": model,
-                    }),
-                });
-            }
+            EventKind::MessageStarted { .. } => self.announce(kind, &mut out),
             EventKind::ReasoningPartStarted {
                 segment_id,
                 summary_index,
@@ -127,6 +110,30 @@ impl Outbound {
             EventKind::ToolCallUpdate { .. } | EventKind::ToolApprovalResolved { .. } => {}
         }
         out
+    }
+
+    /// `CUSTOM glassbox.run`: where the run is kept (conversation, message, trace) and its model.
+    fn announce(&mut self, kind: &EventKind, out: &mut Vec<Event>) {
+        let EventKind::MessageStarted {
+            conversation_id,
+            message_id,
+            trace_id,
+            model,
+            ..
+        } = kind
+        else {
+            return;
+        };
+        self.model = Some(model.clone());
+        out.push(Event::Custom {
+            name: "glassbox.run".into(),
+            value: json!({
+                "conversationId": conversation_id,
+                "messageId": message_id,
+                "traceId": trace_id,
+                "model": model,
+            }),
+        });
     }
 
     fn open_reasoning(&mut self, segment_id: &str, index: u32, out: &mut Vec<Event>) {
