@@ -148,10 +148,12 @@ ensure_browser_tools() {
   npm_ci_in end2end
 }
 
-# The MCP servers the tests start for real (tools/mcp: @modelcontextprotocol/server-everything).
+# The MCP servers the tests start for real (tools/mcp: @modelcontextprotocol/server-everything),
+# and the AG-UI reference client that drives POST /api/ag-ui (tools/ag-ui-client: @ag-ui/client).
 ensure_mcp_servers() {
   ensure_node
   npm_ci_in tools/mcp
+  npm_ci_in tools/ag-ui-client
 }
 
 # The Python venv for the example AG-UI agents (examples/agents), which the tests start as agents

@@ -1,8 +1,10 @@
 //! AG-UI 1.0, the streaming protocol agent frameworks share (pydantic-ai, LangGraph, CrewAI, ADK…):
 //! its wire types ([`wire`]), typed serde structs both ways, so that an AG-UI agent can run inside
-//! Glassbox (`agents::ag_ui`) and Glassbox can answer an AG-UI client; and the steps an agent's stored
-//! request reports, for the trace's timeline. It names only the leaf `records`.
+//! Glassbox (`agents::ag_ui`) and Glassbox can answer an AG-UI client ([`outbound`], a Glassbox
+//! run's events as AG-UI events); and the steps an agent's stored request reports, for the trace's
+//! timeline. It names only the leaf `records`.
 
+pub mod outbound;
 pub mod wire;
 
 use app::models::StepTiming;

@@ -104,6 +104,9 @@ pub enum Event {
         content: String,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         role: Option<String>,
+        /// Free-form data about the result (Glassbox puts the call's status here).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        metadata: Option<Value>,
     },
     #[serde(rename_all = "camelCase")]
     ReasoningStart {
@@ -190,6 +193,14 @@ pub enum Event {
 
 fn assistant() -> String {
     "assistant".to_owned()
+}
+
+/// An event as Glassbox sends it: with its time, in milliseconds since the epoch.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Stamped {
+    #[serde(flatten)]
+    pub event: Event,
+    pub timestamp: u64,
 }
 
 /// The fields any event may carry besides its own.
