@@ -168,6 +168,9 @@ fn sanitize_event(kind: &mut EventKind) {
         | EventKind::ToolApprovalResolved { reason: None, .. }
         | EventKind::Usage(_)
         | EventKind::MessageFinal { .. } => {}
+        // Opaque to Glassbox (an agent's encrypted reasoning), sent back to the agent byte for
+        // byte: redaction would break it. Its size is capped where it is made.
+        EventKind::AgentState { .. } => {}
     }
 }
 
@@ -383,12 +386,18 @@ mod tests {
                 error: words.to_owned(),
                 message: ended(words),
             },
+            // Opaque and passed through unchanged (an agent's encrypted reasoning): its example
+            // carries none of the words, which it would keep.
+            EventKind::AgentState {
+                key: "rs_1:0".into(),
+                state: json!({"ag_ui": {"encryptedValue": "gAAAAB-opaque"}}),
+            },
         ]
     }
 
     /// How many kinds there are, and each one's place in [`every_kind`]. No wildcard: a new kind
     /// does not compile until it is named here, and then fails the test until it has an example.
-    const KINDS: usize = 14;
+    const KINDS: usize = 15;
     fn kind_index(kind: &EventKind) -> usize {
         match kind {
             EventKind::MessageStarted { .. } => 0,
@@ -405,6 +414,7 @@ mod tests {
             EventKind::MessageFinal { .. } => 11,
             EventKind::MessageCancelled { .. } => 12,
             EventKind::MessageError { .. } => 13,
+            EventKind::AgentState { .. } => 14,
         }
     }
 

@@ -731,3 +731,104 @@ async fn an_interrupt_of_another_reason_is_a_question_in_the_chat() {
         "{resume}"
     );
 }
+
+#[tokio::test]
+async fn encrypted_values_go_back_with_their_message_and_call_in_the_next_run() {
+    // The first run reasons, calls a tool and answers, each with an encrypted value; the second
+    // run's request must carry each value on what it belongs to.
+    let first = sse_answer(&[
+        STARTED,
+        r#"{"type":"REASONING_START","messageId":"r1"}"#,
+        r#"{"type":"REASONING_MESSAGE_START","messageId":"r1","role":"reasoning"}"#,
+        r#"{"type":"REASONING_MESSAGE_CONTENT","messageId":"r1","delta":"thinking"}"#,
+        r#"{"type":"REASONING_MESSAGE_END","messageId":"r1"}"#,
+        r#"{"type":"REASONING_ENCRYPTED_VALUE","subtype":"message","entityId":"r1","encryptedValue":"enc-reasoning"}"#,
+        r#"{"type":"REASONING_END","messageId":"r1"}"#,
+        r#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"look"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{\"q\":1}"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"c1"}"#,
+        r#"{"type":"REASONING_ENCRYPTED_VALUE","subtype":"tool-call","entityId":"c1","encryptedValue":"enc-call"}"#,
+        r#"{"type":"TOOL_CALL_RESULT","messageId":"t1","toolCallId":"c1","content":"found"}"#,
+        TEXT[0],
+        TEXT[1],
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        FINISHED,
+    ]);
+    let second = sse_answer(&[STARTED, TEXT[0], TEXT[1], FINISHED]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("address"));
+    let (bodies_in, mut bodies) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        for answer in [first, second] {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 8192];
+            while let Ok(read) = socket.read(&mut buffer).await {
+                if read == 0 {
+                    break;
+                }
+                request.extend_from_slice(&buffer[..read]);
+                if request.ends_with(b"}") {
+                    break;
+                }
+            }
+            let _ = bodies_in.send(String::from_utf8_lossy(&request).into_owned());
+            let _ = socket.write_all(&answer).await;
+        }
+    });
+    let server = server_with_agents(&[("enc", &url, 30)]).await;
+    let events = server
+        .chat_stream("agent/enc", "first")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    let message = message_of(&events);
+    assert_eq!(message.agent_state.len(), 2, "{:?}", message.agent_state);
+    let EventKind::MessageStarted {
+        conversation_id, ..
+    } = events[0].kind.clone()
+    else {
+        panic!("message_started first");
+    };
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .header("accept", "text/event-stream")
+        .json(&json!({"content": "second", "conversation_id": conversation_id}))
+        .send()
+        .await
+        .expect("the next run");
+    let events = SseStream::new(response).collect().await;
+    assert!(
+        is_type(events.last().expect("end"), "message_final"),
+        "{events:#?}"
+    );
+    let _first = bodies.recv().await.expect("the first request");
+    let next = bodies.recv().await.expect("the next request");
+    let body: Value =
+        serde_json::from_str(&next[next.find("\r\n\r\n").expect("a body") + 4..]).expect("JSON");
+    let messages = body["messages"].as_array().expect("messages");
+    let reasoning = messages
+        .iter()
+        .find(|m| m["role"] == "reasoning")
+        .expect("the reasoning message");
+    assert_eq!(reasoning["content"], "thinking");
+    assert_eq!(reasoning["encryptedValue"], "enc-reasoning");
+    let call = messages
+        .iter()
+        .find_map(|m| m["toolCalls"].get(0))
+        .expect("the call");
+    assert_eq!(call["encryptedValue"], "enc-call");
+    assert_eq!(call["function"]["arguments"], "{\"q\":1}");
+    let result = messages
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("result");
+    assert_eq!(result["content"], "found");
+    assert_eq!(messages.last().expect("last")["content"], "second");
+}

@@ -106,6 +106,13 @@ pub enum EventKind {
     },
     /// One model turn's token counts; a message's usage is the sum of its runs' usage events.
     Usage(Usage),
+    /// Data the agent needs to continue from a segment in a later request (an AG-UI agent's
+    /// encrypted reasoning): kept in the message under `key` (a segment's id, a call's id, or
+    /// `<segment>:<part>` and `<call>:result`), opaque, never shown, never redacted.
+    AgentState {
+        key: String,
+        state: Value,
+    },
     MessageFinal {
         message: Message,
         trace_id: String,
@@ -137,6 +144,7 @@ impl EventKind {
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::Usage(_) => "usage",
+            EventKind::AgentState { .. } => "agent_state",
             EventKind::MessageFinal { .. } => "message_final",
             EventKind::MessageCancelled { .. } => "message_cancelled",
             EventKind::MessageError { .. } => "message_error",

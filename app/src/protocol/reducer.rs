@@ -139,6 +139,9 @@ fn apply_content(message: &mut Message, event: &Event) {
         }
         EventKind::TextDelta { .. } => apply_text(message, event),
         EventKind::Usage(usage) => message.usage.get_or_insert_with(Usage::default).add(usage),
+        EventKind::AgentState { key, state } => {
+            message.agent_state.insert(key.clone(), state.clone());
+        }
         EventKind::MessageStarted { .. }
         | EventKind::MessageFinal { .. }
         | EventKind::MessageCancelled { .. }

@@ -107,7 +107,10 @@ impl Outbound {
             EventKind::MessageFinal { .. }
             | EventKind::MessageCancelled { .. }
             | EventKind::MessageError { .. } => self.terminal(kind, &mut out),
-            EventKind::ToolCallUpdate { .. } | EventKind::ToolApprovalResolved { .. } => {}
+            // An inner agent's state for its next request is Glassbox's to keep, not the client's.
+            EventKind::ToolCallUpdate { .. }
+            | EventKind::ToolApprovalResolved { .. }
+            | EventKind::AgentState { .. } => {}
         }
         out
     }

@@ -19,6 +19,13 @@ pub fn conversation(history: &[Message], user_message: &Message) -> Vec<wire::Me
     out
 }
 
+/// The encrypted value an AG-UI agent sent for what became `key` (an `agent_state` event).
+fn encrypted(message: &Message, key: &str) -> Option<String> {
+    message.agent_state.get(key)?["ag_ui"]["encryptedValue"]
+        .as_str()
+        .map(str::to_owned)
+}
+
 fn user(message: &Message) -> wire::Message {
     wire::Message::User {
         id: message.id.clone(),
@@ -55,7 +62,7 @@ fn answer(message: &Message, out: &mut Vec<wire::Message>) {
                         name: call.name.clone(),
                         arguments: call.args.to_string(),
                     },
-                    encrypted_value: None,
+                    encrypted_value: encrypted(message, &call.call_id),
                 });
                 let error = match (&call.status, &call.error) {
                     (ToolCallStatus::Success, _) => None,
@@ -67,7 +74,7 @@ fn answer(message: &Message, out: &mut Vec<wire::Message>) {
                     content: call.output.clone(),
                     tool_call_id: call.call_id.clone(),
                     error,
-                    encrypted_value: None,
+                    encrypted_value: encrypted(message, &format!("{}:result", call.call_id)),
                 });
             }
             Segment::Text(text) => {
@@ -76,16 +83,20 @@ fn answer(message: &Message, out: &mut Vec<wire::Message>) {
                     id: text.id.clone(),
                     content: Some(text.text.clone()),
                     tool_calls: None,
-                    encrypted_value: None,
+                    encrypted_value: encrypted(message, &text.id),
                 });
             }
             Segment::Reasoning(reasoning) => {
                 flush(out, &mut calls, &mut results);
-                out.push(wire::Message::Reasoning {
-                    id: reasoning.id.clone(),
-                    content: reasoning.combined_text.clone(),
-                    encrypted_value: None,
-                });
+                // One message per part, as the agent sent them, each with its encrypted value.
+                out.extend(reasoning.parts.iter().map(|part| {
+                    let key = format!("{}:{}", reasoning.id, part.summary_index);
+                    wire::Message::Reasoning {
+                        encrypted_value: encrypted(message, &key),
+                        id: key,
+                        content: part.text.clone(),
+                    }
+                }));
             }
         }
     }

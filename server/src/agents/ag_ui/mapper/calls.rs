@@ -70,6 +70,7 @@ impl Mapper {
         }
         self.end_reasoning(out);
         let glassbox_id = new_id("call");
+        self.key(&id, glassbox_id.clone());
         let sequence_number = self.next_sequence();
         out.push(EventKind::ToolCallStarted {
             call_id: glassbox_id.clone(),
@@ -225,6 +226,7 @@ impl Mapper {
             return Ok(());
         }
         call.ended = true;
+        let result_key = format!("{}:result", call.glassbox_id);
         out.push(EventKind::ToolResult {
             call_id: call.glassbox_id.clone(),
             status: ToolResultStatus::Success,
@@ -234,6 +236,7 @@ impl Mapper {
             full_length: None,
             error: None,
         });
+        self.key(&message_id, result_key);
         self.transcript.push(wire::Message::Tool {
             id: message_id,
             content,
@@ -283,6 +286,11 @@ impl Mapper {
                     ..
                 }
                 | wire::Message::Reasoning {
+                    id,
+                    encrypted_value,
+                    ..
+                }
+                | wire::Message::Tool {
                     id,
                     encrypted_value,
                     ..

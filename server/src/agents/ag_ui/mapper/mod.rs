@@ -17,6 +17,8 @@ use crate::stamps::new_id;
 
 /// Argument text a call may stream before the run ends with an error.
 pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// An encrypted value larger than this is kept in the trace only, not sent back in later runs.
+pub const MAX_STATE_BYTES: usize = 32 * 1024;
 /// Events kept in the trace (state, steps, custom …) per request; later ones are only counted.
 pub const MAX_KEPT_EVENTS: usize = 2_000;
 
@@ -84,6 +86,9 @@ pub struct Mapper {
     at_ms: u64,
     /// Event types this version does not know, and how many of each.
     pub dropped: BTreeMap<String, u64>,
+    /// The agent's message and call ids, by the Glassbox key of what they became (a text
+    /// segment, `<segment>:<part>`, a call, `<call>:result`): where an encrypted value is kept.
+    keys: HashMap<String, String>,
 }
 
 impl Mapper {
@@ -106,6 +111,25 @@ impl Mapper {
         let next = self.sequence;
         self.sequence += 1;
         next
+    }
+
+    /// Records an agent id's Glassbox key, for its encrypted value.
+    fn key(&mut self, agent_id: &str, key: String) {
+        self.keys.insert(agent_id.to_owned(), key);
+    }
+
+    /// Keeps an encrypted value in the message (an `agent_state` event) under the key of what its
+    /// entity became, so that a later run of the conversation sends it back too.
+    fn remember_encrypted(&self, entity_id: &str, value: &str, out: &mut Vec<EventKind>) {
+        let Some(key) = self.keys.get(entity_id) else {
+            return;
+        };
+        if value.len() <= MAX_STATE_BYTES {
+            out.push(EventKind::AgentState {
+                key: key.clone(),
+                state: serde_json::json!({ "ag_ui": { "encryptedValue": value } }),
+            });
+        }
     }
 
     /// What the trace keeps of a request's answer: the events the chat does not show (redacted),
@@ -198,6 +222,7 @@ impl Mapper {
                 entity_id,
                 encrypted_value,
             } => {
+                self.remember_encrypted(&entity_id, &encrypted_value, out);
                 self.attach_encrypted(&subtype, &entity_id, encrypted_value);
                 self.keep(raw.clone());
             }
@@ -275,6 +300,7 @@ impl Mapper {
     fn open_text(&mut self, message_id: String, out: &mut Vec<EventKind>) {
         self.end_reasoning(out);
         let segment_id = new_id("txt");
+        self.keys.insert(message_id.clone(), segment_id.clone());
         let first = self.next_sequence();
         self.texts.insert(
             message_id,

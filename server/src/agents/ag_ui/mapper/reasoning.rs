@@ -88,12 +88,16 @@ impl Mapper {
         };
         let summary_index = state.next_index;
         state.next_index += 1;
-        state.part = Some((message_id, summary_index, String::new()));
+        let key = format!("{}:{summary_index}", state.segment_id);
+        state.part = Some((message_id.clone(), summary_index, String::new()));
         out.push(EventKind::ReasoningPartStarted {
             segment_id: state.segment_id.clone(),
             summary_index,
             sequence_number: state.sequence_number,
         });
+        if let Some(id) = message_id {
+            self.key(&id, key);
+        }
     }
 
     fn part_delta(&mut self, delta: &str, out: &mut Vec<EventKind>) {
