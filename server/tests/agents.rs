@@ -464,7 +464,7 @@ async fn bad_agents_end_with_a_clear_error_and_keep_what_came_before() {
                 STARTED,
                 TEXT[0],
                 TEXT[1],
-                r#"{"type":"TOOL_CALL_RESULT","messageId":"x","toolCallId":"nope","content":"c"}"#,
+                r#"{"type":"TOOL_CALL_ARGS","toolCallId":"nope","delta":"{}"}"#,
             ],
             "agent_protocol",
         ),
@@ -788,7 +788,8 @@ async fn encrypted_values_go_back_with_their_message_and_call_in_the_next_run() 
         .await;
     assert_invariants(&events);
     let message = message_of(&events);
-    assert_eq!(message.agent_state.len(), 2, "{:?}", message.agent_state);
+    // Each text, reasoning part, call and result keeps the agent's id; two also their values.
+    assert_eq!(message.agent_state.len(), 4, "{:?}", message.agent_state);
     let EventKind::MessageStarted {
         conversation_id, ..
     } = events[0].kind.clone()
@@ -818,17 +819,66 @@ async fn encrypted_values_go_back_with_their_message_and_call_in_the_next_run() 
         .find(|m| m["role"] == "reasoning")
         .expect("the reasoning message");
     assert_eq!(reasoning["content"], "thinking");
+    assert_eq!(reasoning["id"], "r1", "the agent's own id");
     assert_eq!(reasoning["encryptedValue"], "enc-reasoning");
     let call = messages
         .iter()
         .find_map(|m| m["toolCalls"].get(0))
         .expect("the call");
     assert_eq!(call["encryptedValue"], "enc-call");
+    assert_eq!(call["id"], "c1");
     assert_eq!(call["function"]["arguments"], "{\"q\":1}");
     let result = messages
         .iter()
         .find(|m| m["role"] == "tool")
         .expect("result");
     assert_eq!(result["content"], "found");
+    assert_eq!(result["id"], "t1");
+    assert_eq!(result["toolCallId"], "c1");
+    assert!(messages
+        .iter()
+        .any(|m| m["role"] == "assistant" && m["id"] == "m" && m["content"] == "kept"));
     assert_eq!(messages.last().expect("last")["content"], "second");
+}
+
+#[tokio::test]
+async fn after_a_stop_during_approval_the_next_run_cancels_the_interrupt_and_goes_on() {
+    let dir = test_dir();
+    let agent = PythonAgent::start("pydantic_agent.py", &dir);
+    let server = server_with_agents(&[("pyd", &agent.url, 30)]).await;
+    let (run_id, _call_id, stream) = until_approval(&server).await;
+    let conversation_id = match &server.subscribe(&run_id, None).await.next_event().await {
+        Some(Event {
+            kind: EventKind::MessageStarted {
+                conversation_id, ..
+            },
+            ..
+        }) => conversation_id.clone(),
+        other => panic!("message_started first: {other:?}"),
+    };
+    server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    stream.collect().await;
+    // The agent (stateless pydantic-ai) gets the pending call back with its interrupt cancelled,
+    // and answers the new question.
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .header("accept", "text/event-stream")
+        .json(&json!({"content": "hello again", "conversation_id": conversation_id}))
+        .send()
+        .await
+        .expect("the next run");
+    let events = SseStream::new(response).collect().await;
+    assert_invariants(&events);
+    assert!(
+        is_type(events.last().expect("end"), "message_final"),
+        "{events:#?}"
+    );
+    let text = message_of(&events).text();
+    assert!(
+        text.contains("hello again") || text.contains("did not delete"),
+        "{text}"
+    );
 }

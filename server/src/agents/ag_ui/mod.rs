@@ -36,7 +36,7 @@ impl Agent for AgUiAgent {
         Box::pin(async move {
             let messages = input::conversation(&context.history, &context.user_message);
             let mut mapper = Mapper::default();
-            let mut resume = None;
+            let mut resume = input::cancelled_interrupts(&context.history);
             for request in 0u32.. {
                 let input = self.input(context, request, &messages, &mapper, resume.take());
                 let end = self.exchange(context, &input, &mut mapper).await;
@@ -136,6 +136,15 @@ async fn answer_interrupts(
     interrupts: Vec<Interrupt>,
 ) -> Vec<ResumeEntry> {
     let timeout = context.tools.approval_timeout();
+    // Kept in the message until answered: a run stopped meanwhile leaves them for the next run
+    // to cancel.
+    let pending = |ids: Vec<&str>| EventKind::AgentState {
+        key: input::PENDING_KEY.into(),
+        state: json!({"ag_ui": {"pending": ids}}),
+    };
+    context
+        .run
+        .emit(pending(interrupts.iter().map(|i| i.id.as_str()).collect()));
     let mut asked: Vec<(Interrupt, String, String, Value)> = Vec::new();
     for interrupt in interrupts {
         let (call_id, name, args) = interrupt_call(context, mapper, &interrupt);
@@ -145,7 +154,7 @@ async fn answer_interrupts(
         approval::ask(context.run.as_ref(), call_id, name, args, timeout)
     }))
     .await;
-    asked
+    let resume = asked
         .into_iter()
         .zip(answers)
         .map(|((interrupt, call_id, _, _), answer)| {
@@ -156,7 +165,9 @@ async fn answer_interrupts(
                 payload: Some(payload),
             }
         })
-        .collect()
+        .collect();
+    context.run.emit(pending(Vec::new()));
+    resume
 }
 
 /// Applies a person's answer to the run, and says it in the resume payload's shape. An approved

@@ -63,14 +63,19 @@ impl Mapper {
         at_ms: u64,
         out: &mut Vec<EventKind>,
     ) -> Result<(), ProtocolError> {
-        if self.calls.contains_key(&id) {
+        // Ids are unique within one AG-UI run: a later request (a resume) may use an ended
+        // call's id again.
+        if self.calls.get(&id).is_some_and(|call| !call.ended) {
             return Err(ProtocolError(format!(
                 "the agent started tool call '{id}' twice"
             )));
         }
         self.end_reasoning(out);
         let glassbox_id = new_id("call");
-        self.key(&id, glassbox_id.clone());
+        let parent = parent_message_id
+            .as_deref()
+            .map(|parent| ("parentMessageId", parent));
+        self.key(&id, glassbox_id.clone(), parent, out);
         let sequence_number = self.next_sequence();
         out.push(EventKind::ToolCallStarted {
             call_id: glassbox_id.clone(),
@@ -221,22 +226,22 @@ impl Mapper {
         let Some(call) = self.calls.get_mut(id) else {
             return Err(unknown("tool call", id));
         };
-        if call.ended {
-            // A denied call already has its one result; an agent's second result is dropped.
-            return Ok(());
-        }
-        call.ended = true;
         let result_key = format!("{}:result", call.glassbox_id);
-        out.push(EventKind::ToolResult {
-            call_id: call.glassbox_id.clone(),
-            status: ToolResultStatus::Success,
-            duration_ms: at_ms.saturating_sub(call.started_ms),
-            output: Some(content.clone()),
-            truncated: false,
-            full_length: None,
-            error: None,
-        });
-        self.key(&message_id, result_key);
+        // A denied call already has its one `tool_result`: the agent's result for it joins the
+        // transcript (the agent's next request needs it) but not the chat.
+        if !call.ended {
+            call.ended = true;
+            out.push(EventKind::ToolResult {
+                call_id: call.glassbox_id.clone(),
+                status: ToolResultStatus::Success,
+                duration_ms: at_ms.saturating_sub(call.started_ms),
+                output: Some(content.clone()),
+                truncated: false,
+                full_length: None,
+                error: None,
+            });
+        }
+        self.key(&message_id, result_key, None, out);
         self.transcript.push(wire::Message::Tool {
             id: message_id,
             content,

@@ -89,6 +89,8 @@ pub struct Mapper {
     /// The agent's message and call ids, by the Glassbox key of what they became (a text
     /// segment, `<segment>:<part>`, a call, `<call>:result`): where an encrypted value is kept.
     keys: HashMap<String, String>,
+    /// What is kept for each key: the agent's id, a call's parent message, an encrypted value.
+    states: HashMap<String, Value>,
 }
 
 impl Mapper {
@@ -114,22 +116,46 @@ impl Mapper {
     }
 
     /// Records an agent id's Glassbox key, for its encrypted value.
-    fn key(&mut self, agent_id: &str, key: String) {
+    /// Also keeps the agent's own id (and `more`, a call's parent message) in the message (an
+    /// `agent_state` event), so a later run sends the conversation back under the agent's ids.
+    fn key(
+        &mut self,
+        agent_id: &str,
+        key: String,
+        more: Option<(&str, &str)>,
+        out: &mut Vec<EventKind>,
+    ) {
+        let mut state = serde_json::json!({ "id": agent_id });
+        if let Some((name, value)) = more {
+            state[name] = Value::String(value.to_owned());
+        }
+        self.states.insert(key.clone(), state);
+        self.emit_state(&key, out);
         self.keys.insert(agent_id.to_owned(), key);
+    }
+
+    fn emit_state(&self, key: &str, out: &mut Vec<EventKind>) {
+        if let Some(state) = self.states.get(key) {
+            out.push(EventKind::AgentState {
+                key: key.to_owned(),
+                state: serde_json::json!({ "ag_ui": state }),
+            });
+        }
     }
 
     /// Keeps an encrypted value in the message (an `agent_state` event) under the key of what its
     /// entity became, so that a later run of the conversation sends it back too.
-    fn remember_encrypted(&self, entity_id: &str, value: &str, out: &mut Vec<EventKind>) {
-        let Some(key) = self.keys.get(entity_id) else {
+    fn remember_encrypted(&mut self, entity_id: &str, value: &str, out: &mut Vec<EventKind>) {
+        let Some(key) = self.keys.get(entity_id).cloned() else {
             return;
         };
-        if value.len() <= MAX_STATE_BYTES {
-            out.push(EventKind::AgentState {
-                key: key.clone(),
-                state: serde_json::json!({ "ag_ui": { "encryptedValue": value } }),
-            });
+        if value.len() > MAX_STATE_BYTES {
+            return;
         }
+        if let Some(state) = self.states.get_mut(&key) {
+            state["encryptedValue"] = Value::String(value.to_owned());
+        }
+        self.emit_state(&key, out);
     }
 
     /// What the trace keeps of a request's answer: the events the chat does not show (redacted),
@@ -212,6 +238,13 @@ impl Mapper {
             | Event::TextMessageContent { .. }
             | Event::TextMessageEnd { .. }
             | Event::TextMessageChunk { .. }) => self.text(event, out)?,
+            Event::ToolCallResult {
+                ref tool_call_id, ..
+            } if !self.calls.contains_key(tool_call_id) => {
+                // A result for a call of an earlier run (an interrupt resumed or cancelled):
+                // kept in the trace only.
+                self.keep(raw.clone());
+            }
             event @ (Event::ToolCallStart { .. }
             | Event::ToolCallArgs { .. }
             | Event::ToolCallEnd { .. }
@@ -300,7 +333,7 @@ impl Mapper {
     fn open_text(&mut self, message_id: String, out: &mut Vec<EventKind>) {
         self.end_reasoning(out);
         let segment_id = new_id("txt");
-        self.keys.insert(message_id.clone(), segment_id.clone());
+        self.key(&message_id, segment_id.clone(), None, out);
         let first = self.next_sequence();
         self.texts.insert(
             message_id,

@@ -96,7 +96,7 @@ impl Mapper {
             sequence_number: state.sequence_number,
         });
         if let Some(id) = message_id {
-            self.key(&id, key);
+            self.key(&id, key, None, out);
         }
     }
 
