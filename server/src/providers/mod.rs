@@ -440,8 +440,8 @@ fn agents_by_name(agents: Vec<AgentConfig>) -> Result<BTreeMap<String, Configure
             Ok(url) if matches!(url.scheme(), "http" | "https") => {}
             _ => {
                 return Err(format!(
-                    "agent '{}': url '{}' is not an http(s) URL",
-                    agent.name, agent.url
+                    "agent '{}': its url is not an http(s) URL",
+                    agent.name
                 ))
             }
         }
@@ -451,8 +451,10 @@ fn agents_by_name(agents: Vec<AgentConfig>) -> Result<BTreeMap<String, Configure
                 agent.name
             ));
         }
+        // No redirects: reqwest would send the agent's headers (its token) to wherever one points.
         let client = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(agent.connect_timeout_secs))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
         let name = agent.name.clone();

@@ -82,6 +82,23 @@ pub async fn request(
     ))
 }
 
+/// The start of a refusal's body (at most 4 KiB, within the idle timeout): enough for its message.
+async fn error_body(response: reqwest::Response, idle: Duration) -> String {
+    let mut body = response.bytes_stream();
+    let mut bytes = Vec::new();
+    let read = async {
+        while let Some(Ok(chunk)) = body.next().await {
+            bytes.extend_from_slice(&chunk);
+            if bytes.len() >= 4096 {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(idle.min(Duration::from_secs(10)), read).await;
+    bytes.truncate(4096);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
 fn silent(config: &AgentConfig) -> Failure {
     failure(
         "agent_timeout",
@@ -134,7 +151,7 @@ async fn send(
     };
     let status = response.status();
     if !status.is_success() {
-        let body = response.text().await.unwrap_or_default();
+        let body = error_body(response, idle).await;
         let detail = crate::providers::error_message(&body)
             .or_else(|| crate::sanitize::shorten(body.trim(), 200).map(|cut| format!("{cut}…")))
             .unwrap_or_else(|| body.trim().to_owned());

@@ -90,6 +90,7 @@ impl Mapper {
                 glassbox_id,
                 name,
                 args_text: String::new(),
+                args_shown: 0,
                 args_done: false,
                 started_ms: at_ms,
                 ended: false,
@@ -117,7 +118,14 @@ impl Mapper {
         call.args_text.push_str(delta);
         // The text so far, redacted whole (a secret split across deltas is still found); past
         // MAX_STREAMED_ARGS_BYTES the call shows its arguments only when they are complete.
-        if !delta.is_empty() && call.args_text.len() <= MAX_STREAMED_ARGS_BYTES {
+        // Each update carries the whole text so far: one per 256 bytes of growth keeps the
+        // events of a call's arguments linear in their size.
+        let grown = call.args_text.len() - call.args_shown;
+        if !delta.is_empty()
+            && call.args_text.len() <= MAX_STREAMED_ARGS_BYTES
+            && (call.args_shown == 0 || grown >= 256)
+        {
+            call.args_shown = call.args_text.len();
             out.push(EventKind::ToolCallUpdate {
                 call_id: call.glassbox_id.clone(),
                 output_delta: None,

@@ -17,6 +17,11 @@ use crate::stamps::new_id;
 
 /// Argument text a call may stream before the run ends with an error.
 pub const MAX_ARGS_BYTES: usize = 256 * 1024;
+/// Distinct unknown event types counted per request (more are only counted as not kept).
+pub const MAX_DROPPED_TYPES: usize = 64;
+/// Bytes of events the trace keeps per request (a LangGraph agent sends its whole state at every
+/// step); past it, events are only counted.
+pub const MAX_KEPT_BYTES: usize = 2 * 1024 * 1024;
 /// An encrypted value larger than this is kept in the trace only, not sent back in later runs.
 pub const MAX_STATE_BYTES: usize = 32 * 1024;
 /// Events kept in the trace (state, steps, custom …) per request; later ones are only counted.
@@ -60,6 +65,8 @@ pub struct CallState {
     pub glassbox_id: String,
     pub name: String,
     args_text: String,
+    /// How much of `args_text` the last update showed.
+    args_shown: usize,
     args_done: bool,
     started_ms: u64,
     pub ended: bool,
@@ -82,6 +89,7 @@ pub struct Mapper {
     /// Events kept only in the trace, as they came (redacted before storing).
     pub kept: Vec<Value>,
     pub kept_overflow: u64,
+    kept_bytes: usize,
     /// The time of the event being applied.
     at_ms: u64,
     /// Event types this version does not know, and how many of each.
@@ -91,6 +99,8 @@ pub struct Mapper {
     keys: HashMap<String, String>,
     /// What is kept for each key: the agent's id, a call's parent message, an encrypted value.
     states: HashMap<String, Value>,
+    /// Text messages of other roles than the assistant's, whose content is skipped.
+    skipped: std::collections::HashSet<String>,
 }
 
 impl Mapper {
@@ -162,6 +172,7 @@ impl Mapper {
     /// the event types that were dropped, and the failure that ended it. Resets them.
     pub fn take_record(&mut self, failure: Option<&super::Failure>) -> Value {
         let mut events = std::mem::take(&mut self.kept);
+        self.kept_bytes = 0;
         for entry in &mut events {
             if let Some(event) = entry.get_mut("event") {
                 crate::sanitize::sanitize_value(event);
@@ -182,7 +193,9 @@ impl Mapper {
 
     /// Keeps an event in the trace only, with its time (the agent's stamp, or its arrival).
     pub fn keep(&mut self, raw: Value) {
-        if self.kept.len() < MAX_KEPT_EVENTS {
+        let size = raw.to_string().len();
+        if self.kept.len() < MAX_KEPT_EVENTS && self.kept_bytes + size <= MAX_KEPT_BYTES {
+            self.kept_bytes += size;
             self.kept
                 .push(serde_json::json!({"at_ms": self.at_ms, "event": raw}));
         } else {
@@ -207,33 +220,10 @@ impl Mapper {
             )));
         }
         match event {
-            Event::RunStarted { .. } => {
-                if self.started {
-                    return Err(ProtocolError("the agent sent a second RUN_STARTED".into()));
-                }
-                self.started = true;
-                self.keep(raw.clone());
-            }
-            Event::RunFinished { outcome, usage, .. } => {
-                self.close_all(out);
-                self.keep(raw.clone());
-                let interrupts = match outcome {
-                    Some(Outcome::Interrupt { interrupts }) => interrupts,
-                    _ => Vec::new(),
-                };
-                return Ok(Some(StreamEnd::Finished {
-                    interrupts,
-                    usage: usage.as_deref().and_then(sum_usage),
-                }));
-            }
-            Event::RunError { message, code, .. } => {
-                self.close_all(out);
-                self.keep(raw.clone());
-                return Ok(Some(StreamEnd::Failed { message, code }));
-            }
-            Event::Unknown => {
-                *self.dropped.entry(type_of(raw)).or_default() += 1;
-            }
+            event @ (Event::RunStarted { .. }
+            | Event::RunFinished { .. }
+            | Event::RunError { .. }) => return self.lifecycle(event, raw, out),
+            Event::Unknown => self.count_unknown(raw),
             event @ (Event::TextMessageStart { .. }
             | Event::TextMessageContent { .. }
             | Event::TextMessageEnd { .. }
@@ -276,6 +266,50 @@ impl Mapper {
         Ok(None)
     }
 
+    /// `RUN_STARTED` (once per request), and the two ends of a request.
+    fn lifecycle(
+        &mut self,
+        event: Event,
+        raw: &Value,
+        out: &mut Vec<EventKind>,
+    ) -> Result<Option<StreamEnd>, ProtocolError> {
+        self.keep(raw.clone());
+        match event {
+            Event::RunStarted { .. } if self.started => {
+                Err(ProtocolError("the agent sent a second RUN_STARTED".into()))
+            }
+            Event::RunFinished { outcome, usage, .. } => {
+                self.close_all(out);
+                let interrupts = match outcome {
+                    Some(Outcome::Interrupt { interrupts }) => interrupts,
+                    _ => Vec::new(),
+                };
+                Ok(Some(StreamEnd::Finished {
+                    interrupts,
+                    usage: usage.as_deref().and_then(sum_usage),
+                }))
+            }
+            Event::RunError { message, code, .. } => {
+                self.close_all(out);
+                Ok(Some(StreamEnd::Failed { message, code }))
+            }
+            _ => {
+                self.started = true;
+                Ok(None)
+            }
+        }
+    }
+
+    /// An event type this version does not know: dropped, counted by type.
+    fn count_unknown(&mut self, raw: &Value) {
+        let kind = type_of(raw);
+        if self.dropped.len() < MAX_DROPPED_TYPES || self.dropped.contains_key(&kind) {
+            *self.dropped.entry(kind).or_default() += 1;
+        } else {
+            self.kept_overflow += 1;
+        }
+    }
+
     fn text(&mut self, event: Event, out: &mut Vec<EventKind>) -> Result<(), ProtocolError> {
         match event {
             Event::TextMessageStart {
@@ -284,8 +318,14 @@ impl Mapper {
                 self.close_chunks(out);
                 if role == "assistant" {
                     self.open_text(message_id, out);
+                } else {
+                    // Another role's message (a user or system message the agent echoes) is
+                    // not the answer: its content is skipped.
+                    self.skipped.insert(message_id);
                 }
             }
+            Event::TextMessageContent { message_id, .. } if self.skipped.contains(&message_id) => {}
+            Event::TextMessageEnd { message_id } if self.skipped.contains(&message_id) => {}
             Event::TextMessageContent { message_id, delta } => {
                 let Some(text) = self.texts.get_mut(&message_id) else {
                     return Err(unknown("text message", &message_id));
@@ -308,6 +348,8 @@ impl Mapper {
                     (Some(id), _) => {
                         self.close_chunks(out);
                         if role.as_deref().is_some_and(|role| role != "assistant") {
+                            // Its later chunks (without an id) are skipped with it.
+                            self.chunk_text = Some(id);
                             return Ok(());
                         }
                         self.open_text(id.clone(), out);
