@@ -48,6 +48,12 @@ impl Engine {
         self.store_trace(&run, &ending, &message, &events, &model_turns)
             .await;
         run.publish_end();
+        if let Some(otlp) = self.otlp.get() {
+            otlp.finished(crate::otel::FinishedRun {
+                owner_id: run.owner_id.clone(),
+                trace_id: run.trace_id.clone(),
+            });
+        }
         tracing::info!(
             run_id = %run.run_id,
             status = message.status.as_str(),

@@ -1,0 +1,248 @@
+//! Sends every finished run to an OpenTelemetry collector over OTLP/HTTP (protobuf), as the spans
+//! `exports::otel_spans` makes of its stored trace (see docs/observability.md).
+//!
+//! A run never waits for this: its end only puts the trace's id on a bounded queue (a full queue
+//! drops the run and counts it). One task reads the queued traces back from the store, batches
+//! their spans and hands them to the OTLP exporter, which retries with backoff within its timeout;
+//! a batch that still fails, or a collector that does not answer in time, is dropped and counted
+//! with its reason for `/healthz`.
+
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
+};
+
+use opentelemetry_otlp::{WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::{
+    trace::{SpanData, SpanExporter as _},
+    Resource,
+};
+use serde::Serialize;
+use tokio::sync::mpsc;
+
+use crate::store::Store;
+
+/// Finished runs waiting to be exported; one more is dropped.
+const QUEUE_RUNS: usize = 4096;
+/// The most runs in one export request.
+const MAX_BATCH_RUNS: usize = 256;
+/// How long the first run of a batch waits for others to join it.
+const BATCH_WINDOW: Duration = Duration::from_millis(500);
+/// An export's default time, retries included (`OTEL_EXPORTER_OTLP_TIMEOUT` changes it).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the export needs to know.
+#[derive(Clone, Debug)]
+pub struct OtlpConfig {
+    /// The traces URL (`…/v1/traces`).
+    pub endpoint: String,
+    /// Whether spans carry content (tool arguments and results, messages).
+    pub content: bool,
+}
+
+/// A finished run to export: whose it is and its trace.
+#[derive(Clone, Debug)]
+pub struct FinishedRun {
+    pub owner_id: String,
+    pub trace_id: String,
+}
+
+/// The export's counts, as `/healthz` shows them: runs whose spans the collector took, runs
+/// dropped (queue full, collector down or too slow), and the last reason one was dropped.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct OtlpStats {
+    pub sent: u64,
+    pub dropped: u64,
+    pub last_error: Option<String>,
+}
+
+/// The export's handle: cheap to clone, never blocks.
+#[derive(Clone)]
+pub struct Otlp {
+    queue: mpsc::Sender<FinishedRun>,
+    counts: Arc<Counts>,
+}
+
+#[derive(Default)]
+struct Counts {
+    sent: AtomicU64,
+    dropped: AtomicU64,
+    last_error: Mutex<Option<String>>,
+}
+
+impl Counts {
+    fn dropped(&self, runs: u64, why: String) {
+        self.dropped.fetch_add(runs, Ordering::Relaxed);
+        tracing::warn!(runs, reason = %why, "OTLP export dropped runs");
+        *self
+            .last_error
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
+    }
+}
+
+impl Otlp {
+    /// Builds the exporter and starts the task that feeds it (on the current runtime).
+    pub fn start(config: OtlpConfig, store: Store) -> Result<Otlp, String> {
+        let timeout = export_timeout();
+        // The exporter's reqwest 0.13 client uses the process-wide TLS provider: ring, as the
+        // MCP client does (`tools::mcp`).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let mut exporter = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_protocol(opentelemetry_otlp::Protocol::HttpBinary)
+            .with_endpoint(config.endpoint.clone())
+            .with_timeout(timeout)
+            .with_retry_policy(opentelemetry_otlp::RetryPolicy::recommended())
+            .build()
+            .map_err(|error| {
+                format!(
+                    "cannot set up the OTLP export to {}: {error}",
+                    config.endpoint
+                )
+            })?;
+        exporter.set_resource(&resource());
+        let (queue, receiver) = mpsc::channel(QUEUE_RUNS);
+        let counts = Arc::new(Counts::default());
+        let worker = Worker {
+            exporter,
+            store,
+            content: config.content,
+            timeout,
+            counts: counts.clone(),
+        };
+        tokio::spawn(worker.run(receiver));
+        tracing::info!(endpoint = %config.endpoint, content = config.content, "exporting finished runs over OTLP");
+        Ok(Otlp { queue, counts })
+    }
+
+    /// Queues a finished (stored) run for export; a full queue drops it.
+    pub fn finished(&self, run: FinishedRun) {
+        if let Err(error) = self.queue.try_send(run) {
+            let why = match error {
+                mpsc::error::TrySendError::Full(_) => "the export queue is full",
+                mpsc::error::TrySendError::Closed(_) => "the export has stopped",
+            };
+            self.counts.dropped(1, why.to_owned());
+        }
+    }
+
+    pub fn stats(&self) -> OtlpStats {
+        OtlpStats {
+            sent: self.counts.sent.load(Ordering::Relaxed),
+            dropped: self.counts.dropped.load(Ordering::Relaxed),
+            last_error: self
+                .counts
+                .last_error
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .clone(),
+        }
+    }
+}
+
+/// The task behind the queue.
+struct Worker {
+    exporter: opentelemetry_otlp::SpanExporter,
+    store: Store,
+    content: bool,
+    timeout: Duration,
+    counts: Arc<Counts>,
+}
+
+impl Worker {
+    async fn run(self, mut queue: mpsc::Receiver<FinishedRun>) {
+        while let Some(first) = queue.recv().await {
+            let mut batch = vec![first];
+            let until = tokio::time::Instant::now() + BATCH_WINDOW;
+            while batch.len() < MAX_BATCH_RUNS {
+                match tokio::time::timeout_at(until, queue.recv()).await {
+                    Ok(Some(run)) => batch.push(run),
+                    Ok(None) | Err(_) => break,
+                }
+            }
+            self.export(batch).await;
+        }
+    }
+
+    /// Reads the batch's traces from the store and sends their spans in one request.
+    async fn export(&self, batch: Vec<FinishedRun>) {
+        let mut spans = Vec::new();
+        let mut runs = 0u64;
+        for run in &batch {
+            match self.spans_of(run).await {
+                Ok(mut more) => {
+                    spans.append(&mut more);
+                    runs += 1;
+                }
+                Err(why) => self.counts.dropped(1, why),
+            }
+        }
+        if runs == 0 {
+            return;
+        }
+        // The exporter's client gives up at the timeout; this bounds a hung call all the same.
+        let outcome = tokio::time::timeout(
+            self.timeout + Duration::from_secs(1),
+            self.exporter.export(spans),
+        )
+        .await;
+        match outcome {
+            Ok(Ok(())) => {
+                self.counts.sent.fetch_add(runs, Ordering::Relaxed);
+            }
+            Ok(Err(error)) => self
+                .counts
+                .dropped(runs, format!("the collector refused or failed: {error}")),
+            Err(_) => self.counts.dropped(
+                runs,
+                format!(
+                    "the collector did not answer within {} ms",
+                    self.timeout.as_millis()
+                ),
+            ),
+        }
+    }
+
+    /// The spans of one stored trace.
+    async fn spans_of(&self, run: &FinishedRun) -> Result<Vec<SpanData>, String> {
+        let read =
+            |error: crate::error::Error| format!("cannot read trace {}: {error}", run.trace_id);
+        let trace = self
+            .store
+            .get_trace(&run.owner_id, &run.trace_id)
+            .await
+            .map_err(read)?
+            .ok_or_else(|| format!("trace {} is not stored", run.trace_id))?;
+        let turns = self.store.model_turns(&run.trace_id).await.map_err(read)?;
+        Ok(crate::exports::otel_spans(&trace, &turns, self.content))
+    }
+}
+
+/// The export's time, retries included: `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`, else
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else 10 s.
+fn export_timeout() -> Duration {
+    [
+        "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+        "OTEL_EXPORTER_OTLP_TIMEOUT",
+    ]
+    .iter()
+    .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+    .map_or(DEFAULT_TIMEOUT, Duration::from_millis)
+}
+
+/// `service.name` `glassbox` (unless `OTEL_SERVICE_NAME` names it), its version, and what
+/// `OTEL_RESOURCE_ATTRIBUTES` adds.
+fn resource() -> Resource {
+    let builder = Resource::builder().with_attribute(opentelemetry::KeyValue::new(
+        "service.version",
+        env!("CARGO_PKG_VERSION"),
+    ));
+    match std::env::var("OTEL_SERVICE_NAME") {
+        Ok(name) if !name.is_empty() => builder.build(),
+        _ => builder.with_service_name("glassbox").build(),
+    }
+}
