@@ -213,6 +213,10 @@ pub async fn run(config: Config) -> Result<(), String> {
         engine.shutdown(drain).await;
     })
     .await;
+    // The runs the shutdown stopped are stored: they leave before the store closes.
+    if let Some(otlp) = server.engine.otlp() {
+        otlp.flush(drain).await;
+    }
     server.store.close().await;
     tracing::info!("stopped");
     Ok(())

@@ -71,6 +71,8 @@ struct Counts {
     sent: AtomicU64,
     dropped: AtomicU64,
     last_error: Mutex<Option<String>>,
+    /// Runs queued or being exported, for [`Otlp::flush`].
+    pending: AtomicU64,
 }
 
 impl Counts {
@@ -121,12 +123,27 @@ impl Otlp {
 
     /// Queues a finished (stored) run for export; a full queue drops it.
     pub fn finished(&self, run: FinishedRun) {
+        self.counts.pending.fetch_add(1, Ordering::Relaxed);
         if let Err(error) = self.queue.try_send(run) {
+            self.counts.pending.fetch_sub(1, Ordering::Relaxed);
             let why = match error {
                 mpsc::error::TrySendError::Full(_) => "the export queue is full",
                 mpsc::error::TrySendError::Closed(_) => "the export has stopped",
             };
             self.counts.dropped(1, why.to_owned());
+        }
+    }
+
+    /// Waits until every queued run has been exported (or dropped), at most `deadline`: at
+    /// shutdown, after the runs the shutdown stopped are stored.
+    pub async fn flush(&self, deadline: Duration) {
+        let until = tokio::time::Instant::now() + deadline;
+        while self.counts.pending.load(Ordering::Relaxed) > 0 {
+            if tokio::time::Instant::now() >= until {
+                tracing::warn!("shutting down with runs not yet exported over OTLP");
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -164,7 +181,9 @@ impl Worker {
                     Ok(None) | Err(_) => break,
                 }
             }
+            let runs = batch.len() as u64;
             self.export(batch).await;
+            self.counts.pending.fetch_sub(runs, Ordering::Relaxed);
         }
     }
 

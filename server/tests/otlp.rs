@@ -46,10 +46,15 @@ const ANSWER: &str = "Found one TODO in the notes.";
 #[derive(Clone, Default)]
 struct Receiver {
     bodies: Arc<Mutex<Vec<Vec<u8>>>>,
+    headers: Arc<Mutex<Vec<axum::http::HeaderMap>>>,
     spans: Arc<Mutex<Vec<Span>>>,
 }
 
-async fn traces(State(receiver): State<Receiver>, body: Bytes) -> Response {
+async fn traces(
+    State(receiver): State<Receiver>,
+    headers: axum::http::HeaderMap,
+    body: Bytes,
+) -> Response {
     let Ok(request) = ExportTraceServiceRequest::decode(body.clone()) else {
         return Response::builder()
             .status(400)
@@ -57,6 +62,7 @@ async fn traces(State(receiver): State<Receiver>, body: Bytes) -> Response {
             .unwrap_or_default();
     };
     receiver.bodies.lock().expect("lock").push(body.to_vec());
+    receiver.headers.lock().expect("lock").push(headers);
     let spans = request
         .resource_spans
         .into_iter()
@@ -240,6 +246,27 @@ async fn launch_exporting(dir: &tempfile::TempDir, endpoint: &str, extra: &[&str
         dir,
         &args,
         &[(KEY_VARIABLE, KEY), ("OTEL_EXPORTER_OTLP_TIMEOUT", "1000")],
+        Stdio::null(),
+    )
+    .await
+}
+
+/// The binary exporting with `--otlp-content`, told where by the standard variables only: the
+/// general endpoint (a base URL) and headers.
+async fn launch_by_standard_variables(dir: &tempfile::TempDir, base: &str) -> Binary {
+    let providers = dir.path().join("providers.json");
+    let providers = providers.to_str().expect("path");
+    launch_with(
+        dir,
+        &["--otlp-content", "--providers-file", providers],
+        &[
+            (KEY_VARIABLE, KEY),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", base),
+            (
+                "OTEL_EXPORTER_OTLP_HEADERS",
+                "x-otlp-test=from-the-variable",
+            ),
+        ],
         Stdio::null(),
     )
     .await
@@ -577,7 +604,7 @@ async fn demo_model_cancelled_and_failed_runs_arrive_as_genai_spans_without_cont
 async fn with_otlp_content_tool_calls_and_messages_are_exported_redacted() {
     let dir = prepared_dir().await;
     let (receiver, endpoint) = start_receiver().await;
-    let binary = launch_exporting(&dir, &endpoint, &["--otlp-content"]).await;
+    let binary = launch_by_standard_variables(&dir, &endpoint).await;
     let quick = run(&binary.base, "scenario:quick", "read the settings").await;
     let model = run(&binary.base, "fake/tools", PROMPT).await;
     let quick_spans = receiver.spans_of(&quick, 2).await;
@@ -610,6 +637,44 @@ async fn with_otlp_content_tool_calls_and_messages_are_exported_redacted() {
     for secret in SECRET_MARKERS.iter().chain([&KEY]) {
         assert!(!raw.contains(secret), "a secret was exported: {secret}");
     }
+    let headers = receiver.headers.lock().expect("lock").clone();
+    assert!(headers.iter().all(|h| h
+        .get("x-otlp-test")
+        .is_some_and(|v| v == "from-the-variable")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_stopped_by_a_shutdown_is_exported_before_the_server_exits() {
+    let dir = prepared_dir().await;
+    let (receiver, endpoint) = start_receiver().await;
+    let mut binary = launch_exporting(&dir, &endpoint, &[]).await;
+    let (started, mut stream) = start(&binary.base, "scenario:slow", "go").await;
+    stream
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
+    let pid = binary.child.id().expect("pid").to_string();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let exited = tokio::time::timeout(Duration::from_secs(15), binary.child.wait()).await;
+    assert!(exited.is_ok(), "the server exited");
+    // Arrived before the exit: no waiting now.
+    let otel_id = otel_trace_id(started["trace_id"].as_str().expect("trace id"));
+    let spans: Vec<Span> = receiver
+        .spans
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|span| span.trace_id == otel_id)
+        .cloned()
+        .collect();
+    let (root, _) = checked_tree(&spans);
+    assert_eq!(
+        text(&root, "glassbox.cancelled_by").as_deref(),
+        Some("shutdown")
+    );
 }
 
 /// Runs of the quick scenario, each timed; none may take a second.
