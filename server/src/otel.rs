@@ -27,8 +27,10 @@ use crate::store::Store;
 
 /// Finished runs waiting to be exported; one more is dropped.
 const QUEUE_RUNS: usize = 4096;
-/// The most runs in one export request.
+/// The most runs taken from the queue at once.
 const MAX_BATCH_RUNS: usize = 256;
+/// A request is sent once it holds this many spans (the SDK's default batch is 512).
+const MAX_REQUEST_SPANS: usize = 512;
 /// How long the first run of a batch waits for others to join it.
 const BATCH_WINDOW: Duration = Duration::from_millis(500);
 /// An export's default time, retries included (`OTEL_EXPORTER_OTLP_TIMEOUT` changes it).
@@ -187,7 +189,8 @@ impl Worker {
         }
     }
 
-    /// Reads the batch's traces from the store and sends their spans in one request.
+    /// Reads the batch's traces from the store, one at a time, and sends their spans in requests
+    /// of about [`MAX_REQUEST_SPANS`] (a run's spans never split).
     async fn export(&self, batch: Vec<FinishedRun>) {
         let mut spans = Vec::new();
         let mut runs = 0u64;
@@ -199,10 +202,18 @@ impl Worker {
                 }
                 Err(why) => self.counts.dropped(1, why),
             }
+            if spans.len() >= MAX_REQUEST_SPANS {
+                self.send(std::mem::take(&mut spans), std::mem::take(&mut runs))
+                    .await;
+            }
         }
-        if runs == 0 {
-            return;
+        if runs > 0 {
+            self.send(spans, runs).await;
         }
+    }
+
+    /// Sends the spans of `runs` runs in one request, and counts them sent or dropped.
+    async fn send(&self, spans: Vec<SpanData>, runs: u64) {
         // The exporter's client gives up at the timeout; this bounds a hung call all the same.
         let outcome = tokio::time::timeout(
             self.timeout + Duration::from_secs(1),

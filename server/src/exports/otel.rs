@@ -328,9 +328,9 @@ impl<'a> Frame<'a> {
         attributes.extend(self.approval_attributes(call));
         let status = self.tool_status(call, &mut attributes);
         if self.content {
-            let args = redact_text(&call.args.to_string()).into_owned();
+            let args = content(&call.args.to_string());
             attributes.push(KeyValue::new("gen_ai.tool.call.arguments", args));
-            let output = redact_text(&call.output).into_owned();
+            let output = content(&call.output);
             attributes.push(KeyValue::new("gen_ai.tool.call.result", output));
         }
         self.span(SpanParts {
@@ -375,7 +375,7 @@ impl<'a> Frame<'a> {
             attributes.push(KeyValue::new("glassbox.approval.wait_ms", wait));
         }
         if let (true, Some(reason)) = (self.content, &approval.reason) {
-            let reason = redact_text(reason).into_owned();
+            let reason = content(reason);
             attributes.push(KeyValue::new("glassbox.approval.reason", reason));
         }
         attributes
@@ -480,7 +480,7 @@ fn turn_messages(turn: &ModelTurn) -> Vec<KeyValue> {
     .into_iter()
     .map(|(key, messages)| {
         let text = Value::Array(messages).to_string();
-        KeyValue::new(key, redact_text(&text).into_owned())
+        KeyValue::new(key, content(&text))
     })
     .collect()
 }
@@ -555,6 +555,23 @@ fn span_id_of(trace_id: &str, key: &str) -> SpanId {
     SpanId::from_bytes(bytes)
 }
 
+/// The most bytes of one content attribute; a longer text is cut at a character boundary and ends
+/// with `…[truncated]`.
+const MAX_CONTENT_BYTES: usize = 64 * 1024;
+
+/// Content as it leaves: redacted (again), and cut to [`MAX_CONTENT_BYTES`].
+fn content(text: &str) -> String {
+    let redacted = redact_text(text);
+    if redacted.len() <= MAX_CONTENT_BYTES {
+        return redacted.into_owned();
+    }
+    let mut end = MAX_CONTENT_BYTES;
+    while !redacted.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…[truncated]", &redacted[..end])
+}
+
 fn system_time(unix_ms: i64) -> SystemTime {
     SystemTime::UNIX_EPOCH + Duration::from_millis(unix_ms.max(0) as u64)
 }
@@ -575,5 +592,15 @@ mod tests {
         assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
         assert_ne!(trace_id_of("other"), TraceId::INVALID);
         assert_ne!(span_id_of("t", "run"), span_id_of("t", "turn/0"));
+    }
+
+    #[test]
+    fn content_is_redacted_and_cut_at_a_character_boundary() {
+        assert_eq!(content("plain"), "plain");
+        assert!(!content("key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789").contains("AbCdEf"));
+        let long = "é".repeat(MAX_CONTENT_BYTES);
+        let cut = content(&long);
+        assert!(cut.ends_with("…[truncated]"));
+        assert!(cut.len() <= MAX_CONTENT_BYTES + "…[truncated]".len());
     }
 }
