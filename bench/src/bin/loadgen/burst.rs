@@ -15,6 +15,8 @@ use crate::{
 };
 
 const SCENARIO: &str = "burst";
+/// How long after the last run the server's CPU is read.
+const SETTLE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Outcome {
@@ -66,6 +68,7 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
     });
     let server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
     let client = crate::streams::client()?;
+    let cpu_before = server.usage().cpu_seconds;
     let began = tokio::time::Instant::now() + Duration::from_millis(100);
     let spacing = Duration::from_secs_f64(over.max(0.0) / runs.max(1) as f64);
     let wall = std::time::Instant::now();
@@ -92,7 +95,23 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
     }
     let elapsed = wall.elapsed().as_secs_f64();
     let rss = server.usage().rss_bytes;
+    // The last runs' exports (with --otlp) leave within the export's batch window: counted too.
+    tokio::time::sleep(SETTLE).await;
+    let cpu = server.usage().cpu_seconds - cpu_before;
+    let otlp = crate::streams::client()?
+        .get(format!("{}/healthz", server.base))
+        .send()
+        .await
+        .map_err(|error| error.to_string())?
+        .json::<serde_json::Value>()
+        .await
+        .map_err(|error| error.to_string())?["otlp"]
+        .clone();
     drop(server);
+    println!(
+        "server CPU: {cpu:.2} s from the first start to {} s after the last run ended; otlp: {otlp}",
+        SETTLE.as_secs()
+    );
     println!(
         "burst: {runs} runs started over {over} s, {deltas} deltas each at {rate}/s; {} events in {elapsed:.1} s",
         totals.events
