@@ -791,3 +791,40 @@ async fn a_run_cut_off_by_a_crash_is_exported_once_as_interrupted_by_the_next_st
     );
     assert_eq!(health(&binary.base).await["otlp"]["sent"], 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_of_a_lost_instance_is_exported_once_by_the_survivors() {
+    if postgres_only("several instances share a PostgreSQL database") {
+        return;
+    }
+    let dir = prepared_dir().await;
+    let (receiver, endpoint) = start_receiver().await;
+    let mut a = launch_exporting(&dir, &endpoint, &["--instance-id", "a"]).await;
+    let b = launch_exporting(&dir, &endpoint, &["--instance-id", "b"]).await;
+    let c = launch_exporting(&dir, &endpoint, &["--instance-id", "c"]).await;
+    let (started, mut stream) = start(&a.base, "scenario:slow", "go").await;
+    stream
+        .until(|event| is_type(event, "tool_call_started"))
+        .await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    a.child.start_kill().expect("SIGKILL A");
+    let _ = a.child.wait().await;
+    // B and C both look for lost runs every 2 s once A's 6 s lease is out: one closes it.
+    let trace_id = started["trace_id"].as_str().expect("trace id");
+    let spans = receiver.spans_of(trace_id, 2).await;
+    let (root, _) = checked_tree(&spans);
+    assert_eq!(text(&root, "error.type").as_deref(), Some("interrupted"));
+    // Both have looked again since: still one export.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let roots = receiver
+        .spans
+        .lock()
+        .expect("lock")
+        .iter()
+        .filter(|span| span.parent_span_id.is_empty())
+        .count();
+    assert_eq!(roots, 1, "exported once");
+    let sent = |otlp: &Value| otlp["sent"].as_u64().unwrap_or(0);
+    let both = sent(&health(&b.base).await["otlp"]) + sent(&health(&c.base).await["otlp"]);
+    assert_eq!(both, 1);
+}

@@ -30,6 +30,12 @@ impl Store {
         Ok(self.interrupt(false, now).await?.0)
     }
 
+    /// [`Store::interrupt_orphaned_runs`], answering the runs this call closed (two survivors
+    /// may try the same run; one closes it), which the OTLP export sends.
+    pub async fn recover_orphaned_runs(&self, now: &str) -> Result<Vec<LeftoverRun>> {
+        Ok(self.interrupt(false, now).await?.1)
+    }
+
     /// Closes the runs left running; answers how many there were and those it closed.
     async fn interrupt(&self, include_own: bool, now: &str) -> Result<(usize, Vec<LeftoverRun>)> {
         let leftovers = match self {
@@ -40,7 +46,9 @@ impl Store {
         let mut closed = Vec::with_capacity(found);
         for leftover in leftovers {
             match self.interrupt_one(&leftover, now).await {
-                Ok(()) => closed.push(leftover),
+                Ok(true) => closed.push(leftover),
+                // Another instance closed it first (it exports it).
+                Ok(false) => {}
                 Err(error) => {
                     let trace_id = &leftover.trace_id;
                     tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
@@ -50,7 +58,8 @@ impl Store {
         Ok((found, closed))
     }
 
-    async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<()> {
+    /// Closes one run as interrupted; answers whether this call closed it.
+    async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<bool> {
         let mut events = on_backend!(self, checkpointed_events(&leftover.trace_id))?;
         // A run whose terminal event was checkpointed but whose trace was not closed keeps it.
         if events.last().is_some_and(|event| event.kind.is_terminal()) {
