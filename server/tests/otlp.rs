@@ -227,11 +227,19 @@ async fn prepared_dir() -> Arc<tempfile::TempDir> {
             {"text": "The key sk-proj-AbCdEfGhIjKlMnOpQrStUvWxYz012345 is set."}
         ]}),
     );
+    write_scenario(
+        &dir,
+        "ask",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"tool_calls": [{"name": "fail", "args": {"message": "otlp-boom"}}]},
+            {"text": "It failed."}
+        ]}),
+    );
     let fake = start_fake().await;
     let providers = json!({"providers": [
         {"name": "fake", "kind": "openai_chat", "base_url": fake, "api_key_env": KEY_VARIABLE,
          "models": ["tools", "auth"]}
-    ], "max_steps": 4});
+    ], "max_steps": 4, "approval": {"tools": {"fail": "ask"}}});
     std::fs::write(dir.path().join("providers.json"), providers.to_string()).expect("providers");
     dir
 }
@@ -827,4 +835,48 @@ async fn a_run_of_a_lost_instance_is_exported_once_by_the_survivors() {
     let sent = |otlp: &Value| otlp["sent"].as_u64().unwrap_or(0);
     let both = sent(&health(&b.base).await["otlp"]) + sent(&health(&c.base).await["otlp"]);
     assert_eq!(both, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_waited_for_approval_carries_the_answer_the_wait_and_its_error() {
+    let dir = prepared_dir().await;
+    let (receiver, endpoint) = start_receiver().await;
+    let binary = launch_exporting(&dir, &endpoint, &[]).await;
+    let (started, mut stream) = start(&binary.base, "scenario:ask", "list").await;
+    let asked = stream
+        .until(|event| is_type(event, "tool_approval_requested"))
+        .await;
+    let Some(app::protocol::EventKind::ToolApprovalRequested { call_id, .. }) =
+        asked.last().map(|event| &event.kind)
+    else {
+        panic!("asked: {asked:?}");
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let run_id = started["run_id"].as_str().expect("run id");
+    let response = reqwest::Client::new()
+        .post(format!(
+            "{}/api/runs/{run_id}/approvals/{call_id}",
+            binary.base
+        ))
+        .json(&json!({"decision": "approve"}))
+        .send()
+        .await
+        .expect("approve");
+    assert_eq!(response.status(), 200);
+    stream.collect().await;
+    let spans = receiver
+        .spans_of(started["trace_id"].as_str().expect("trace id"), 2)
+        .await;
+    let (_, children) = checked_tree(&spans);
+    let call = named(&children, "execute_tool fail")[0];
+    assert_eq!(
+        text(call, "glassbox.approval.decision").as_deref(),
+        Some("approve")
+    );
+    assert_eq!(text(call, "glassbox.approval.by").as_deref(), Some("user"));
+    assert!(int(call, "glassbox.approval.wait_ms").is_some_and(|ms| ms >= 200));
+    // Approved, then failed: an error with the tool error's kind, its message (content) left out.
+    assert_eq!(status_code(call), StatusCode::Error as i32);
+    assert_eq!(text(call, "error.type").as_deref(), Some("failed"));
+    assert!(!String::from_utf8_lossy(&receiver.raw()).contains("otlp-boom"));
 }
