@@ -78,13 +78,18 @@ struct Counts {
 }
 
 impl Counts {
+    /// Counts dropped runs; logs a warning when the reason changes (a collector that is down
+    /// would otherwise log every run).
     fn dropped(&self, runs: u64, why: String) {
         self.dropped.fetch_add(runs, Ordering::Relaxed);
-        tracing::warn!(runs, reason = %why, "OTLP export dropped runs");
-        *self
+        let mut last = self
             .last_error
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner()) = Some(why);
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        if last.as_deref() != Some(why.as_str()) {
+            tracing::warn!(runs, reason = %why, "OTLP export dropped runs");
+        }
+        *last = Some(why);
     }
 }
 
@@ -105,7 +110,7 @@ impl Otlp {
             .map_err(|error| {
                 format!(
                     "cannot set up the OTLP export to {}: {error}",
-                    config.endpoint
+                    origin(&config.endpoint)
                 )
             })?;
         exporter.set_resource(&resource());
@@ -119,7 +124,7 @@ impl Otlp {
             counts: counts.clone(),
         };
         tokio::spawn(worker.run(receiver));
-        tracing::info!(endpoint = %config.endpoint, content = config.content, "exporting finished runs over OTLP");
+        tracing::info!(collector = %origin(&config.endpoint), content = config.content, "exporting finished runs over OTLP");
         Ok(Otlp { queue, counts })
     }
 
@@ -249,6 +254,14 @@ impl Worker {
             .ok_or_else(|| format!("trace {} is not stored", run.trace_id))?;
         let turns = self.store.model_turns(&run.trace_id).await.map_err(read)?;
         Ok(crate::exports::otel_spans(&trace, &turns, self.content))
+    }
+}
+
+/// The scheme, host and port of a URL, for logs: its path, query or user part may hold a key.
+fn origin(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(url) => url.origin().ascii_serialization(),
+        Err(_) => "an invalid URL".to_owned(),
     }
 }
 
