@@ -23,7 +23,10 @@ use opentelemetry_sdk::{
 use serde::Serialize;
 use tokio::sync::mpsc;
 
-use crate::store::Store;
+use crate::{
+    exports::{otel_spans, SpanContent},
+    store::Store,
+};
 
 /// Finished runs waiting to be exported; one more is dropped.
 const QUEUE_RUNS: usize = 4096;
@@ -253,7 +256,26 @@ impl Worker {
             .map_err(read)?
             .ok_or_else(|| format!("trace {} is not stored", run.trace_id))?;
         let turns = self.store.model_turns(&run.trace_id).await.map_err(read)?;
-        Ok(crate::exports::otel_spans(&trace, &turns, self.content))
+        if !self.content {
+            return Ok(otel_spans(&trace, &turns, SpanContent::None));
+        }
+        // The user's message is stored with the conversation, not the trace.
+        let conversation = self
+            .store
+            .get_conversation(&run.owner_id, &trace.conversation_id)
+            .await
+            .map_err(read)?;
+        let prompt = conversation.and_then(|conversation| {
+            let message = conversation
+                .messages
+                .into_iter()
+                .find(|message| message.id == trace.user_message_id)?;
+            Some(message.text())
+        });
+        let content = SpanContent::With {
+            prompt: prompt.as_deref(),
+        };
+        Ok(otel_spans(&trace, &turns, content))
     }
 }
 

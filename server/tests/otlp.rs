@@ -627,6 +627,8 @@ async fn with_otlp_content_tool_calls_and_messages_are_exported_redacted() {
     let (root, _) = checked_tree(&quick_spans);
     let answer = text(&root, "gen_ai.output.messages").expect("the answer");
     assert!(answer.contains("is set."), "{answer}");
+    let prompt = text(&root, "gen_ai.input.messages").expect("the prompt");
+    assert!(prompt.contains("read the settings"), "{prompt}");
     let turn = model_spans
         .iter()
         .find(|span| {

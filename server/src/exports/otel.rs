@@ -34,8 +34,15 @@ use crate::{
     tools::mcp::NAME_SEPARATOR,
 };
 
+/// What content the spans carry: none, or the run's (with the user's message, when known).
+#[derive(Clone, Copy, Debug)]
+pub enum SpanContent<'a> {
+    None,
+    With { prompt: Option<&'a str> },
+}
+
 /// The spans of a finished run: the run's own first, then its model turns, then its tool calls.
-pub fn otel_spans(trace: &Trace, turns: &[ModelTurn], content: bool) -> Vec<SpanData> {
+pub fn otel_spans(trace: &Trace, turns: &[ModelTurn], content: SpanContent<'_>) -> Vec<SpanData> {
     let frame = Frame::new(trace, content);
     let mut spans = vec![frame.run_span(turns)];
     spans.extend(
@@ -58,6 +65,7 @@ struct Frame<'a> {
     start_ms: i64,
     end_ms: i64,
     content: bool,
+    prompt: Option<&'a str>,
 }
 
 /// A span's own parts, before the run's are added.
@@ -72,7 +80,7 @@ struct SpanParts {
 }
 
 impl<'a> Frame<'a> {
-    fn new(trace: &'a Trace, content: bool) -> Self {
+    fn new(trace: &'a Trace, content: SpanContent<'a>) -> Self {
         let start_ms = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
         let end_ms = trace
             .completed_at
@@ -92,7 +100,11 @@ impl<'a> Frame<'a> {
             root: span_id_of(&trace.trace_id, "run"),
             start_ms,
             end_ms,
-            content,
+            content: matches!(content, SpanContent::With { .. }),
+            prompt: match content {
+                SpanContent::With { prompt } => prompt,
+                SpanContent::None => None,
+            },
         }
     }
 
@@ -175,11 +187,7 @@ impl<'a> Frame<'a> {
         );
         let status = self.run_status(&mut attributes);
         if self.content {
-            if let Some(answer) = self.answer() {
-                let output =
-                    json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]);
-                attributes.push(KeyValue::new("gen_ai.output.messages", output.to_string()));
-            }
+            attributes.extend(self.run_messages());
         }
         self.span(SpanParts {
             key: "run".to_owned(),
@@ -212,6 +220,27 @@ impl<'a> Frame<'a> {
         attributes.push(KeyValue::new("error.type", error_type.clone()));
         let why = trace.cancellation_reason.clone().unwrap_or(error_type);
         Status::error(redact_text(&why).into_owned())
+    }
+
+    /// The run's input (the user's message) and output (the answer), in the conventions' shape.
+    fn run_messages(&self) -> Vec<KeyValue> {
+        let mut attributes = Vec::new();
+        if let Some(prompt) = self.prompt {
+            let input = json!([{"role": "user", "parts": [{"type": "text", "content": prompt}]}]);
+            attributes.push(KeyValue::new(
+                "gen_ai.input.messages",
+                content(&input.to_string()),
+            ));
+        }
+        if let Some(answer) = self.answer() {
+            let output =
+                json!([{"role": "assistant", "parts": [{"type": "text", "content": answer}]}]);
+            attributes.push(KeyValue::new(
+                "gen_ai.output.messages",
+                content(&output.to_string()),
+            ));
+        }
+        attributes
     }
 
     /// The answer's text, as the reducer folds it.
