@@ -255,7 +255,13 @@ impl Worker {
             .await
             .map_err(read)?
             .ok_or_else(|| format!("trace {} is not stored", run.trace_id))?;
-        let turns = self.store.model_turns(&run.trace_id).await.map_err(read)?;
+        // The demo and scenario agents record no model turns: no query for them.
+        let model = trace.model.as_str();
+        let turns = if model == crate::agents::DEMO_MODEL || model.starts_with("scenario:") {
+            Vec::new()
+        } else {
+            self.store.model_turns(&run.trace_id).await.map_err(read)?
+        };
         if !self.content {
             return Ok(otel_spans(&trace, &turns, SpanContent::None));
         }
