@@ -116,12 +116,25 @@ pub struct Trace {
     pub events: Vec<Event>,
 }
 
-/// When a model turn ran, for the timeline.
+/// When a model turn ran, for the timeline (an AG-UI agent's request is a turn).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelTurnTiming {
     pub model: String,
     pub started_at: String,
     pub completed_at: String,
+    /// An AG-UI agent's steps (`STEP_STARTED` … `STEP_FINISHED`) in this request.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<StepTiming>,
+}
+
+/// One step an agent reported: its name and when it started and finished (milliseconds since the
+/// epoch; the agent's own time stamps, or when Glassbox received the events).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StepTiming {
+    pub name: String,
+    pub started_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finished_ms: Option<i64>,
 }
 
 /// A stored trace as its page opens: everything but the events, which the replay fetches when it

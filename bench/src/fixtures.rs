@@ -121,6 +121,8 @@ impl Builder {
                 call_id: call_id.clone(),
                 output_delta: Some(delta),
                 progress: None,
+                args_text: None,
+                args: None,
             });
         }
         self.push(EventKind::ToolResult {

@@ -148,10 +148,35 @@ ensure_browser_tools() {
   npm_ci_in end2end
 }
 
-# The MCP servers the tests start for real (tools/mcp: @modelcontextprotocol/server-everything).
+# The MCP servers the tests start for real (tools/mcp: @modelcontextprotocol/server-everything),
+# and the AG-UI reference client that drives POST /api/ag-ui (tools/ag-ui-client: @ag-ui/client).
 ensure_mcp_servers() {
   ensure_node
   npm_ci_in tools/mcp
+  npm_ci_in tools/ag-ui-client
+}
+
+# The Python venv for the example AG-UI agents (examples/agents), which the tests start as agents
+# over HTTP: Debian's python3, the packages pinned in examples/agents/requirements.lock from PyPI, and
+# nothing else. Rebuilt when the lock file changes (its sha256 is stamped in the venv). Exports
+# GLASSBOX_AGENT_PYTHON, the venv's python.
+ensure_agent_venv() {
+  local venv="$PWD/target/agents-venv" lock="$PWD/examples/agents/requirements.lock" wanted
+  wanted="$(sha256sum "$lock" | cut -d' ' -f1)"
+  if [ ! -x "$venv/bin/python" ] || [ "$(cat "$venv/.requirements-lock.sha256" 2>/dev/null)" != "$wanted" ]; then
+    [ -x /usr/bin/python3 ] || apt_install python3
+    rm -rf "$venv"
+    # Debian's python3 makes a venv only with python3-venv (ensurepip) installed.
+    if ! /usr/bin/python3 -m venv "$venv" >/dev/null 2>&1; then
+      rm -rf "$venv"
+      apt_install python3-venv
+      /usr/bin/python3 -m venv "$venv"
+    fi
+    log "pip install examples/agents/requirements.lock into target/agents-venv (about a minute, once)"
+    "$venv/bin/pip" install --require-virtualenv --disable-pip-version-check --no-input -q -r "$lock"
+    echo "$wanted" >"$venv/.requirements-lock.sha256"
+  fi
+  export GLASSBOX_AGENT_PYTHON="$venv/bin/python"
 }
 
 # Builds the server and the hydrate bundle. Release when wasm-opt is available, else debug.

@@ -4,6 +4,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+pub mod ag_ui;
 pub mod agents;
 pub mod auth;
 pub mod bus;

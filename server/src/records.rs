@@ -13,6 +13,8 @@ pub enum ProviderKind {
     OpenaiResponses,
     /// Anthropic Messages.
     Anthropic,
+    /// An AG-UI agent's request (`RunAgentInput`) and what the trace keeps of its events.
+    AgUi,
 }
 
 impl ProviderKind {
@@ -21,14 +23,19 @@ impl ProviderKind {
             ProviderKind::OpenaiChat => "openai_chat",
             ProviderKind::OpenaiResponses => "openai_responses",
             ProviderKind::Anthropic => "anthropic",
+            ProviderKind::AgUi => "ag_ui",
         }
     }
 
     /// A stored format name; turns recorded before formats were stored are OpenAI chat.
     pub fn parse(name: &str) -> Self {
-        [ProviderKind::OpenaiResponses, ProviderKind::Anthropic]
-            .into_iter()
-            .find(|kind| kind.as_str() == name)
-            .unwrap_or_default()
+        [
+            ProviderKind::OpenaiResponses,
+            ProviderKind::Anthropic,
+            ProviderKind::AgUi,
+        ]
+        .into_iter()
+        .find(|kind| kind.as_str() == name)
+        .unwrap_or_default()
     }
 }

@@ -124,10 +124,21 @@ fn sanitize_event(kind: &mut EventKind) {
         EventKind::ToolCallUpdate {
             output_delta,
             progress,
+            args_text,
+            args,
             ..
         } => {
             if let Some(progress) = progress {
                 sanitize_value(progress);
+            }
+            if let Some(args) = args {
+                sanitize_value(args);
+            }
+            if let Some(text) = args_text {
+                *text = crate::redact::redact_raw_json(text);
+                if let Some(cut) = shorten(text, MAX_DELTA_CHARS) {
+                    *text = cut.to_owned();
+                }
             }
             if let Some(delta) = output_delta {
                 if let Some(cut) = shorten(delta, MAX_DELTA_CHARS) {
@@ -157,6 +168,9 @@ fn sanitize_event(kind: &mut EventKind) {
         | EventKind::ToolApprovalResolved { reason: None, .. }
         | EventKind::Usage(_)
         | EventKind::MessageFinal { .. } => {}
+        // Opaque to Glassbox (an agent's encrypted reasoning), sent back to the agent byte for
+        // byte: redaction would break it. Its size is capped where it is made.
+        EventKind::AgentState { .. } => {}
     }
 }
 
@@ -320,6 +334,8 @@ mod tests {
                 call_id: "a".into(),
                 output_delta: Some(words.to_owned()),
                 progress: Some(json!({ "message": words })),
+                args_text: Some(json!({ "api_key": "plain", "text": words }).to_string()),
+                args: Some(args.clone()),
             },
             EventKind::ToolApprovalRequested {
                 call_id: "a".into(),
@@ -370,12 +386,18 @@ mod tests {
                 error: words.to_owned(),
                 message: ended(words),
             },
+            // Opaque and passed through unchanged (an agent's encrypted reasoning): its example
+            // carries none of the words, which it would keep.
+            EventKind::AgentState {
+                key: "rs_1:0".into(),
+                state: json!({"ag_ui": {"encryptedValue": "gAAAAB-opaque"}}),
+            },
         ]
     }
 
     /// How many kinds there are, and each one's place in [`every_kind`]. No wildcard: a new kind
     /// does not compile until it is named here, and then fails the test until it has an example.
-    const KINDS: usize = 14;
+    const KINDS: usize = 15;
     fn kind_index(kind: &EventKind) -> usize {
         match kind {
             EventKind::MessageStarted { .. } => 0,
@@ -392,6 +414,7 @@ mod tests {
             EventKind::MessageFinal { .. } => 11,
             EventKind::MessageCancelled { .. } => 12,
             EventKind::MessageError { .. } => 13,
+            EventKind::AgentState { .. } => 14,
         }
     }
 

@@ -28,6 +28,9 @@ pub trait RunSink: Send + Sync {
     /// Sanitizes, stamps (`seq`, `ts`), logs and publishes one event. Returns its seq, or `None`
     /// when the run has already ended (late output from an abandoned tool, say).
     fn emit(&self, kind: EventKind) -> Option<u64>;
+    fn run_id(&self) -> &str;
+    /// The conversation the run answers in.
+    fn conversation_id(&self) -> &str;
     /// How many events the run has emitted.
     fn event_count(&self) -> u64;
     /// Cancelled when the run is stopped (by a person, its time limit or shutdown).

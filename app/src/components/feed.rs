@@ -202,6 +202,7 @@ fn differs(current: &Segment, next: &Segment) -> bool {
                 || a.error != b.error
                 || a.progress != b.progress
                 || a.args != b.args
+                || a.args_text.len() != b.args_text.len()
         }
         (Segment::Reasoning(a), Segment::Reasoning(b)) => {
             a.completed_at != b.completed_at

@@ -166,6 +166,7 @@ fn without_output(call: &ToolCall) -> ToolCall {
         name: call.name.clone(),
         display: call.display.clone(),
         args: call.args.clone(),
+        args_text: call.args_text.clone(),
         status: call.status,
         output: String::new(),
         truncated: call.truncated,
@@ -453,7 +454,16 @@ fn ToolCallBody(call: Signal<ToolCall>, output: OutputText) -> impl IntoView {
         call.with(|c| c.error.as_ref().map(|e| e.message.clone()))
             .map(|message| view! { <p class="tool-error">{message}</p> })
     };
-    let args = Memo::new(move |_| call.with(|c| pretty_args(&c.args)));
+    // While an agent streams the arguments, their text so far; then the parsed arguments.
+    let args = Memo::new(move |_| {
+        call.with(|c| {
+            if c.args_text.is_empty() {
+                pretty_args(&c.args)
+            } else {
+                c.args_text.clone()
+            }
+        })
+    });
     let truncation =
         move || {
             call.with(|c| c.truncated.then_some(c.full_length)).map(|full| {

@@ -79,6 +79,14 @@ open_code!(
         MalformedStream = "malformed_stream",
         StreamInterrupted = "stream_interrupted",
         ConnectionFailed = "connection_failed",
+        /// An AG-UI agent sent nothing for its idle timeout, or did not answer.
+        AgentTimeout = "agent_timeout",
+        /// An AG-UI agent's stream broke the protocol (bad JSON, an event out of order).
+        AgentProtocol = "agent_protocol",
+        /// An AG-UI agent answered with a status that is not a success.
+        AgentRefused = "agent_refused",
+        /// An AG-UI agent's `RUN_ERROR` without a code of its own.
+        AgentError = "agent_error",
     }
 );
 

@@ -60,6 +60,13 @@ pub enum EventKind {
         output_delta: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         progress: Option<Value>,
+        /// The arguments' JSON text so far (redacted as a whole), while an agent that streams
+        /// them writes them (an AG-UI agent's `TOOL_CALL_ARGS`); it replaces the previous one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args_text: Option<String>,
+        /// The whole arguments once streamed: they replace `tool_call_started`'s (empty) ones.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        args: Option<Value>,
     },
     /// The call waits for a person to approve or deny it (its tool's policy is `ask`).
     ToolApprovalRequested {
@@ -99,6 +106,13 @@ pub enum EventKind {
     },
     /// One model turn's token counts; a message's usage is the sum of its runs' usage events.
     Usage(Usage),
+    /// Data the agent needs to continue from a segment in a later request (an AG-UI agent's
+    /// encrypted reasoning): kept in the message under `key` (a segment's id, a call's id, or
+    /// `<segment>:<part>` and `<call>:result`), opaque, never shown, never redacted.
+    AgentState {
+        key: String,
+        state: Value,
+    },
     MessageFinal {
         message: Message,
         trace_id: String,
@@ -130,6 +144,7 @@ impl EventKind {
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::Usage(_) => "usage",
+            EventKind::AgentState { .. } => "agent_state",
             EventKind::MessageFinal { .. } => "message_final",
             EventKind::MessageCancelled { .. } => "message_cancelled",
             EventKind::MessageError { .. } => "message_error",

@@ -1,6 +1,8 @@
 //! The canonical message: what a run's events fold into, what the database keeps and what the
 //! persisted view draws. User messages use the same shape with one text segment.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -29,6 +31,10 @@ pub struct Message {
     /// How long the run took, start to end, once it has ended (set in its terminal event).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+    /// What the agent needs to continue from this message in a later request, by segment (see
+    /// `agent_state` events): never shown.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub agent_state: BTreeMap<String, Value>,
 }
 
 impl Message {
@@ -49,6 +55,7 @@ impl Message {
             ended_reason: None,
             trace_id: None,
             duration_ms: None,
+            agent_state: BTreeMap::new(),
         }
     }
 
@@ -65,6 +72,7 @@ impl Message {
             ended_reason: None,
             trace_id: None,
             duration_ms: None,
+            agent_state: BTreeMap::new(),
         }
     }
 
@@ -217,6 +225,9 @@ pub struct ToolCallSegment {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<String>,
     pub args: Value,
+    /// The arguments' JSON text while an agent streams it; empty once `args` holds them whole.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub args_text: String,
     pub status: ToolCallStatus,
     /// The streamed output while running; the final output once the result arrived.
     #[serde(default)]

@@ -139,6 +139,9 @@ fn apply_content(message: &mut Message, event: &Event) {
         }
         EventKind::TextDelta { .. } => apply_text(message, event),
         EventKind::Usage(usage) => message.usage.get_or_insert_with(Usage::default).add(usage),
+        EventKind::AgentState { key, state } => {
+            message.agent_state.insert(key.clone(), state.clone());
+        }
         EventKind::MessageStarted { .. }
         | EventKind::MessageFinal { .. }
         | EventKind::MessageCancelled { .. }
@@ -236,6 +239,7 @@ fn apply_tool(message: &mut Message, event: &Event) {
                     name: name.clone(),
                     display: display.clone(),
                     args: args.clone(),
+                    args_text: String::new(),
                     status: ToolCallStatus::Running,
                     output: String::new(),
                     truncated: false,
@@ -252,6 +256,8 @@ fn apply_tool(message: &mut Message, event: &Event) {
             call_id,
             output_delta,
             progress,
+            args_text,
+            args,
         } => {
             let call = find_tool(message, call_id);
             if let Some(call) = call.filter(|call| call.status == ToolCallStatus::Running) {
@@ -260,6 +266,13 @@ fn apply_tool(message: &mut Message, event: &Event) {
                 }
                 if progress.is_some() {
                     call.progress.clone_from(progress);
+                }
+                if let Some(text) = args_text {
+                    call.args_text.clone_from(text);
+                }
+                if let Some(args) = args {
+                    call.args.clone_from(args);
+                    call.args_text.clear();
                 }
             }
         }
@@ -523,6 +536,23 @@ mod tests {
                 call_id: call_id.into(),
                 output_delta: Some(delta.into()),
                 progress: None,
+                args_text: None,
+                args: None,
+            })
+        }
+
+        fn tool_args(
+            &mut self,
+            call_id: &str,
+            text: Option<&str>,
+            args: Option<serde_json::Value>,
+        ) -> &mut Self {
+            self.push(EventKind::ToolCallUpdate {
+                call_id: call_id.into(),
+                output_delta: None,
+                progress: None,
+                args_text: text.map(Into::into),
+                args,
             })
         }
 
@@ -688,6 +718,23 @@ mod tests {
             })
             .collect();
         assert_eq!(kinds, ["reasoning", "tool", "reasoning", "text"]);
+    }
+
+    #[test]
+    fn streamed_arguments_show_as_text_until_they_are_whole() {
+        let mut script = Script::new();
+        script
+            .tool_start("a", 0)
+            .tool_args("a", Some("{\"city\":"), None)
+            .tool_args("a", Some("{\"city\": \"Paris\"}"), None);
+        assert_eq!(
+            tool(&script.message(), "a").args_text,
+            "{\"city\": \"Paris\"}"
+        );
+        script.tool_args("a", None, Some(json!({"city": "Paris"})));
+        let whole = script.message();
+        assert!(tool(&whole, "a").args_text.is_empty());
+        assert_eq!(tool(&whole, "a").args, json!({"city": "Paris"}));
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `demo` is the built-in rule-based demo agent, `scenario:<name>` plays a scenario file. Agents talk to the engine only through
 //! [`RunContext`], which streams their output as events and runs their tool calls.
 
+mod ag_ui;
 mod demo;
 mod model_loop;
 mod scenario;
@@ -89,6 +90,13 @@ impl Agents {
         }
         if model == DEMO_MODEL {
             return Ok(Arc::new(demo::DemoAgent));
+        }
+        if let Some(agent) = self.providers.agent(model) {
+            return Ok(Arc::new(ag_ui::AgUiAgent {
+                model_id: model.to_owned(),
+                config: agent.config.clone(),
+                client: agent.client.clone(),
+            }));
         }
         if let Some((provider, model, system_prompt)) = self.providers.find(model) {
             return Ok(Arc::new(model_loop::ModelAgent {

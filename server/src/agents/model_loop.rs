@@ -176,7 +176,7 @@ async fn run_calls(context: &RunContext, turn: TurnOutput, messages: &mut Vec<Ch
 
 /// The request body exactly as it went out, redacted like every event (tool-call arguments are
 /// JSON inside a string in the OpenAI formats: redacted inside too).
-fn request_record(mut sent: Value) -> Value {
+pub(super) fn request_record(mut sent: Value) -> Value {
     redact_argument_strings(&mut sent);
     sanitize_value(&mut sent);
     sent

@@ -117,7 +117,7 @@ fn conversation_mut(request: &mut Value, format: ProviderKind) -> Option<&mut Ve
 
 fn conversation_key(format: ProviderKind) -> &'static str {
     match format {
-        ProviderKind::OpenaiChat | ProviderKind::Anthropic => "messages",
+        ProviderKind::OpenaiChat | ProviderKind::Anthropic | ProviderKind::AgUi => "messages",
         ProviderKind::OpenaiResponses => "input",
     }
 }

@@ -159,7 +159,7 @@ impl<'a> Frame<'a> {
         let agent = agent_name(&trace.model);
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "invoke_agent"),
-            KeyValue::new("gen_ai.agent.name", agent),
+            KeyValue::new("gen_ai.agent.name", agent.to_owned()),
             KeyValue::new("gen_ai.request.model", trace.model.clone()),
             KeyValue::new("glassbox.trace.id", trace.trace_id.clone()),
             KeyValue::new("glassbox.run.id", trace.run_id.clone()),
@@ -262,8 +262,13 @@ impl<'a> Frame<'a> {
         let start_ms = parse_rfc3339_millis(&turn.started_at).unwrap_or(self.start_ms);
         let end_ms = parse_rfc3339_millis(&turn.completed_at).unwrap_or(self.end_ms);
         let response = &turn.response;
+        // A request to an AG-UI agent of its own is a call of a remote agent, not a chat.
+        let operation = match turn.format {
+            ProviderKind::AgUi => "invoke_agent",
+            _ => "chat",
+        };
         let mut attributes = vec![
-            KeyValue::new("gen_ai.operation.name", "chat"),
+            KeyValue::new("gen_ai.operation.name", operation),
             KeyValue::new("gen_ai.request.model", turn.model.clone()),
             KeyValue::new("gen_ai.provider.name", provider_name(turn.format)),
             KeyValue::new("glassbox.turn.index", index as i64),
@@ -295,7 +300,7 @@ impl<'a> Frame<'a> {
         }
         self.span(SpanParts {
             key: format!("turn/{index}"),
-            name: format!("chat {}", turn.model),
+            name: format!("{operation} {}", turn.model),
             kind: SpanKind::Client,
             start_ms,
             end_ms,
@@ -530,22 +535,27 @@ fn input_message(message: ChatMessage) -> Value {
     json!({"role": message.role, "parts": parts})
 }
 
-/// `gen_ai.agent.name`: the demo agent, a scenario, or Glassbox's agent loop over a model.
-fn agent_name(model: &str) -> &'static str {
+/// `gen_ai.agent.name`: the demo agent, a scenario, an AG-UI agent by its name (`agent/<name>`),
+/// or Glassbox's agent loop over a model.
+fn agent_name(model: &str) -> &str {
     if model == crate::agents::DEMO_MODEL {
         "demo"
     } else if model.starts_with("scenario:") {
         "scenario"
+    } else if let Some(name) = model.strip_prefix("agent/") {
+        name
     } else {
         "glassbox"
     }
 }
 
-/// `gen_ai.provider.name` of a wire format (an OpenAI-compatible server speaks `openai`).
+/// `gen_ai.provider.name` of a wire format (an OpenAI-compatible server speaks `openai`; an
+/// AG-UI agent of its own is `ag_ui`, not a value the conventions list).
 fn provider_name(format: ProviderKind) -> &'static str {
     match format {
         ProviderKind::OpenaiChat | ProviderKind::OpenaiResponses => "openai",
         ProviderKind::Anthropic => "anthropic",
+        ProviderKind::AgUi => "ag_ui",
     }
 }
 

@@ -150,6 +150,7 @@ impl ConversationSource for PageSource {
                 .unwrap_or_default()
                 .into_iter()
                 .map(|turn| ModelTurnTiming {
+                    steps: crate::ag_ui::steps(turn.format, &turn.response),
                     model: turn.model,
                     started_at: turn.started_at,
                     completed_at: turn.completed_at,

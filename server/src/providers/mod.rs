@@ -7,6 +7,7 @@
 
 mod anthropic;
 mod http;
+pub use http::{error_message, without_url};
 mod openai_chat;
 mod openai_responses;
 mod provider;
@@ -55,6 +56,39 @@ pub struct ProvidersFile {
     /// Model turns per run before it ends with `step_limit`.
     #[serde(default = "default_max_steps")]
     pub max_steps: u32,
+    /// Agents of their own that speak AG-UI (docs/agents.md): each is the model `agent/<name>`.
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+}
+
+/// An AG-UI agent Glassbox runs by URL (pydantic-ai, LangGraph, CrewAI, ADK, one's own code).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Its model id is `agent/<name>`.
+    pub name: String,
+    /// Where `RunAgentInput` is POSTed.
+    pub url: String,
+    /// Sent with every request; `${NAME}` is read from Glassbox's environment, as for MCP servers.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// A run whose agent sends nothing (no event, no comment) this long ends with `agent_timeout`.
+    #[serde(default = "default_idle_timeout_secs")]
+    pub idle_timeout_secs: u64,
+    /// How long to wait for the agent's connection (and then its answer's headers, with the idle
+    /// timeout).
+    #[serde(default = "default_connect_timeout_secs")]
+    pub connect_timeout_secs: u64,
+}
+
+fn default_idle_timeout_secs() -> u64 {
+    300
+}
+
+fn default_connect_timeout_secs() -> u64 {
+    10
 }
 
 fn default_max_steps() -> u32 {
@@ -84,8 +118,8 @@ fn provider_for(
     client: reqwest::Client,
     base_url: &str,
     api_key: Option<String>,
-) -> Arc<dyn ChatProvider> {
-    match kind {
+) -> Result<Arc<dyn ChatProvider>, String> {
+    Ok(match kind {
         ProviderKind::OpenaiChat => {
             Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
         }
@@ -93,7 +127,12 @@ fn provider_for(
             Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
         }
         ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(client, base_url, api_key)),
-    }
+        ProviderKind::AgUi => {
+            return Err(
+                "kind 'ag_ui' is not a model provider: list AG-UI agents under 'agents'".into(),
+            )
+        }
+    })
 }
 
 /// A request recorded in `kind`'s wire format, back in OpenAI chat format (the inspector's).
@@ -102,7 +141,57 @@ pub fn conversation(kind: ProviderKind, sent: &Value) -> Option<Vec<ChatMessage>
         ProviderKind::OpenaiChat => provider::conversation::<OpenAiChat>(sent),
         ProviderKind::OpenaiResponses => provider::conversation::<OpenAiResponses>(sent),
         ProviderKind::Anthropic => provider::conversation::<Anthropic>(sent),
+        ProviderKind::AgUi => ag_ui_conversation(sent),
     }
+}
+
+/// An AG-UI `RunAgentInput`'s messages in OpenAI chat format (reasoning and activity left out).
+fn ag_ui_conversation(sent: &Value) -> Option<Vec<ChatMessage>> {
+    use crate::ag_ui::wire::{Message, RunAgentInput};
+    let input = RunAgentInput::deserialize(sent).ok()?;
+    let messages = input.messages.into_iter().filter_map(|message| {
+        Some(match message {
+            Message::User { content, .. } => ChatMessage::text(
+                "user",
+                content
+                    .as_str()
+                    .map_or_else(|| content.to_string(), str::to_owned),
+            ),
+            Message::System { content, .. } | Message::Developer { content, .. } => {
+                ChatMessage::text("system", content)
+            }
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => ChatMessage {
+                role: "assistant".into(),
+                content,
+                tool_calls: tool_calls
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|call| RequestedCall {
+                        id: call.id,
+                        name: call.function.name,
+                        arguments: call.function.arguments,
+                    })
+                    .collect(),
+                tool_call_id: None,
+            },
+            Message::Tool {
+                content,
+                tool_call_id,
+                ..
+            } => ChatMessage {
+                role: "tool".into(),
+                content: Some(content),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(tool_call_id),
+            },
+            Message::Reasoning { .. } | Message::Activity { .. } => return None,
+        })
+    });
+    Some(messages.collect())
 }
 
 /// A message of the conversation sent to the model, in OpenAI chat format (the inspector's format
@@ -223,6 +312,8 @@ pub struct Providers {
     /// Started by the tool registry, not here.
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     pub approval: ApprovalConfig,
+    /// AG-UI agents by name.
+    pub agents: BTreeMap<String, ConfiguredAgent>,
 }
 
 impl Providers {
@@ -242,9 +333,10 @@ impl Providers {
                 || config.name.contains('/')
                 || config.name.starts_with("scenario")
                 || config.name == "demo"
+                || config.name == AGENT_PREFIX
             {
                 return Err(format!(
-                    "provider name '{}' is not allowed (no '/', not 'demo' or 'scenario')",
+                    "provider name '{}' is not allowed (no '/', not 'demo', 'agent' or 'scenario')",
                     config.name
                 ));
             }
@@ -258,7 +350,8 @@ impl Providers {
                 },
                 None => None,
             };
-            let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key);
+            let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key)
+                .map_err(|error| format!("provider '{}': {error}", config.name))?;
             providers.insert(
                 config.name.clone(),
                 Configured {
@@ -276,7 +369,14 @@ impl Providers {
             max_steps: file.max_steps.max(1),
             mcp_servers: file.mcp_servers,
             approval: file.approval,
+            agents: agents_by_name(file.agents)?,
         })
+    }
+
+    /// The AG-UI agent of a model id such as `agent/research`.
+    pub fn agent(&self, model_id: &str) -> Option<&ConfiguredAgent> {
+        let name = model_id.strip_prefix(AGENT_PREFIX)?.strip_prefix('/')?;
+        self.agents.get(name)
     }
 
     /// `(adapter, model name, system prompt)` for a model id such as `openai/gpt-4o-mini`.
@@ -292,7 +392,7 @@ impl Providers {
         })
     }
 
-    /// Every model id, for the model picker.
+    /// Every model id, for the model picker: the providers' models, then the agents.
     pub fn model_ids(&self) -> Vec<String> {
         self.providers
             .iter()
@@ -302,6 +402,67 @@ impl Providers {
                     .iter()
                     .map(move |model| format!("{name}/{model}"))
             })
+            .chain(
+                self.agents
+                    .keys()
+                    .map(|name| format!("{AGENT_PREFIX}/{name}")),
+            )
             .collect()
     }
+}
+
+/// An AG-UI agent and its HTTP client (its connect timeout; no overall one, a run is long).
+#[derive(Clone)]
+pub struct ConfiguredAgent {
+    pub config: Arc<AgentConfig>,
+    pub client: reqwest::Client,
+}
+
+/// The prefix of an AG-UI agent's model id: `agent/research`.
+pub const AGENT_PREFIX: &str = "agent";
+
+/// Checks each agent's name and URL; two agents may not share a name.
+fn agents_by_name(agents: Vec<AgentConfig>) -> Result<BTreeMap<String, ConfiguredAgent>, String> {
+    let mut by_name = BTreeMap::new();
+    for agent in agents {
+        let valid_name = !agent.name.is_empty()
+            && agent
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        if !valid_name {
+            return Err(format!(
+                "agent name '{}' is not allowed (letters, digits, '-', '_' and '.')",
+                agent.name
+            ));
+        }
+        match reqwest::Url::parse(&agent.url) {
+            Ok(url) if matches!(url.scheme(), "http" | "https") => {}
+            _ => {
+                return Err(format!(
+                    "agent '{}': url '{}' is not an http(s) URL",
+                    agent.name, agent.url
+                ))
+            }
+        }
+        if agent.idle_timeout_secs == 0 || agent.connect_timeout_secs == 0 {
+            return Err(format!(
+                "agent '{}': timeouts must be at least 1 second",
+                agent.name
+            ));
+        }
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(agent.connect_timeout_secs))
+            .build()
+            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let name = agent.name.clone();
+        let configured = ConfiguredAgent {
+            config: Arc::new(agent),
+            client,
+        };
+        if by_name.insert(name.clone(), configured).is_some() {
+            return Err(format!("two agents are named '{name}'"));
+        }
+    }
+    Ok(by_name)
 }

@@ -32,6 +32,11 @@ impl SseDecoder {
         events
     }
 
+    /// Bytes of a line not yet ended: a sender that never ends one must be stopped.
+    pub fn pending_len(&self) -> usize {
+        self.buffer.len() + self.data.iter().map(String::len).sum::<usize>()
+    }
+
     /// A final event not followed by a blank line.
     pub fn finish(&mut self) -> Option<String> {
         (!self.data.is_empty()).then(|| std::mem::take(&mut self.data).join("\n"))

@@ -530,9 +530,11 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
         EventKind::ToolCallUpdate {
             progress,
             output_delta,
+            args,
             ..
         } => {
             *progress = progress.as_ref().map(|_| note("the progress values"));
+            *args = args.as_ref().map(|_| note("the arguments"));
             if let Some(delta) = output_delta {
                 if let Some(cut) = crate::sanitize::shorten(delta, MAX_EVENT_BYTES / 8) {
                     *delta = cut.to_owned();
@@ -562,6 +564,12 @@ fn shrink_to_cap(kind: &mut EventKind, size: usize) {
 impl RunSink for Run {
     fn emit(&self, kind: EventKind) -> Option<u64> {
         Run::emit(self, kind)
+    }
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+    fn conversation_id(&self) -> &str {
+        &self.conversation_id
     }
     fn event_count(&self) -> u64 {
         Run::event_count(self)

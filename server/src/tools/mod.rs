@@ -129,6 +129,8 @@ impl OutputSink {
             call_id: self.call_id.clone(),
             output_delta: Some(delta.to_owned()),
             progress: None,
+            args_text: None,
+            args: None,
         });
     }
 
@@ -137,6 +139,8 @@ impl OutputSink {
             call_id: self.call_id.clone(),
             output_delta: None,
             progress: Some(progress),
+            args_text: None,
+            args: None,
         });
     }
 }
@@ -219,6 +223,11 @@ impl ToolRegistry {
     }
 
     /// The built-in tools, then every running MCP server's.
+    /// How long an approval may wait before the timeout denies it (none unless configured).
+    pub fn approval_timeout(&self) -> Option<Duration> {
+        self.approval.timeout()
+    }
+
     pub fn all(&self) -> Vec<Arc<dyn Tool>> {
         let mcp = self
             .mcp

@@ -6,7 +6,7 @@ use leptos::prelude::*;
 use crate::api::get_model_turns;
 use crate::components::segments::format_duration;
 use crate::json;
-use crate::models::TraceOverview;
+use crate::models::{ModelTurnTiming, TraceOverview};
 use crate::protocol::{parse_rfc3339_millis, ReasoningSegment, Segment, ToolCallSegment};
 
 struct Bar {
@@ -64,12 +64,7 @@ pub(super) fn Timeline(overview: TraceOverview, share: Option<String>) -> impl I
                     let bars: Vec<Bar> = turns
                         .into_iter()
                         .enumerate()
-                        .map(|(index, turn)| Bar {
-                            label: format!("Model turn {} ({})", index + 1, turn.model),
-                            kind: "model",
-                            start: axis.at(Some(&turn.started_at), axis.origin),
-                            end: axis.at(Some(&turn.completed_at), axis.end),
-                        })
+                        .flat_map(|(index, turn)| turn_bars(index, turn, axis))
                         .collect();
                     draw(bars, axis)
                 })}
@@ -78,6 +73,28 @@ pub(super) fn Timeline(overview: TraceOverview, share: Option<String>) -> impl I
         </div>
     }
     .into_any()
+}
+
+/// A model turn (an AG-UI agent's request), then the steps the agent reported in it.
+fn turn_bars(index: usize, turn: ModelTurnTiming, axis: Axis) -> Vec<Bar> {
+    let what = if turn.model.starts_with("agent/") {
+        "Agent request"
+    } else {
+        "Model turn"
+    };
+    let mut bars = vec![Bar {
+        label: format!("{what} {} ({})", index + 1, turn.model),
+        kind: "model",
+        start: axis.at(Some(&turn.started_at), axis.origin),
+        end: axis.at(Some(&turn.completed_at), axis.end),
+    }];
+    bars.extend(turn.steps.into_iter().map(|step| Bar {
+        label: format!("Step: {}", step.name),
+        kind: "step",
+        start: step.started_ms,
+        end: step.finished_ms.unwrap_or(axis.end),
+    }));
+    bars
 }
 
 /// The bars of the message's blocks, in order.

@@ -57,6 +57,7 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
             tokio::spawn(streams::follow(
                 client.clone(),
                 server.base.clone(),
+                format!("scenario:{}", streams::SCENARIO),
                 window.clone(),
                 opening.clone(),
             ))

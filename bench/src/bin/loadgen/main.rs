@@ -4,6 +4,7 @@
 
 #![warn(clippy::too_many_lines)]
 
+mod agent;
 mod burst;
 mod cancel;
 mod client;
@@ -49,6 +50,18 @@ enum Command {
         /// Length of the measured window.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+        /// The runs are an AG-UI agent's (`ag-ui-agent`, a process of its own) instead of a
+        /// scenario's: the latency is then from the agent's write to the client's read.
+        #[arg(long)]
+        agent: bool,
+    },
+    /// An AG-UI agent that streams clock-stamped text (for `streams --agent`); runs until killed.
+    #[command(hide = true)]
+    AgUiAgent {
+        #[arg(long)]
+        port: u16,
+        #[arg(long, default_value_t = 20)]
+        rate: u32,
     },
     /// New runs started in a burst: time to the first event, then per-event latency.
     Burst {
@@ -149,6 +162,15 @@ impl Env {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    if let Command::AgUiAgent { port, rate } = cli.command {
+        return match agent::serve(port, rate) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("loadgen ag-ui-agent: {error}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     // One thread, which also drives the I/O: the server under test keeps the other core, and no
     // wake-up crosses threads (with a worker thread beside block_on, each one did, at ~70 µs).
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -196,9 +218,10 @@ async fn run_command(env: &Env, command: Command) -> Result<(), String> {
             streams,
             rate,
             seconds,
+            agent,
         } => {
             for count in streams {
-                streams::run(env, count, rate, seconds).await?;
+                streams::run(env, count, rate, seconds, agent).await?;
             }
             Ok(())
         }
@@ -222,6 +245,6 @@ async fn run_command(env: &Env, command: Command) -> Result<(), String> {
             }
             Ok(())
         }
-        Command::Storage { .. } => Ok(()),
+        Command::Storage { .. } | Command::AgUiAgent { .. } => Ok(()),
     }
 }

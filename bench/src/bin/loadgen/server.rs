@@ -177,7 +177,7 @@ fn spawn(
         .map_err(|error| format!("cannot start {}: {error}", binary.display()))
 }
 
-fn free_port() -> Result<u16, String> {
+pub fn free_port() -> Result<u16, String> {
     let probe = TcpListener::bind("127.0.0.1:0").map_err(|error| error.to_string())?;
     probe
         .local_addr()

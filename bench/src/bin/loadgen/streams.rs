@@ -14,6 +14,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use crate::{
+    agent::AgentProcess,
     client::{clock_stamp, event_type, unix_micros, RunStream},
     server::{process_usage, ServerProcess, Usage},
     Env,
@@ -111,12 +112,13 @@ pub struct StreamResult {
 pub async fn follow(
     client: reqwest::Client,
     base: String,
+    model: String,
     window: Arc<Window>,
     opening: Arc<Semaphore>,
 ) -> StreamResult {
     let mut result = StreamResult::default();
     let mut permit = opening.acquire_owned().await.ok();
-    let mut stream = match RunStream::start(&client, &base, &format!("scenario:{SCENARIO}")).await {
+    let mut stream = match RunStream::start(&client, &base, &model).await {
         Ok(stream) => stream,
         Err(error) => {
             result.error = Some(error);
@@ -151,13 +153,37 @@ pub fn client() -> Result<reqwest::Client, String> {
         .map_err(|error| error.to_string())
 }
 
-pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(), String> {
-    let server = ServerProcess::start(env, &[(SCENARIO, scenario(rate))])?;
+/// The runs' source: a `clock_text` scenario, or an AG-UI agent that streams the same stamps.
+fn source(
+    env: &Env,
+    rate: u32,
+    agent: bool,
+) -> Result<(ServerProcess, String, Option<AgentProcess>), String> {
+    if !agent {
+        let server = ServerProcess::start(env, &[(SCENARIO, scenario(rate))])?;
+        return Ok((server, format!("scenario:{SCENARIO}"), None));
+    }
+    let process = AgentProcess::start(rate)?;
+    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let file = process.providers_file(dir.path())?;
+    let file = file.to_str().ok_or("a temporary path that is not UTF-8")?;
+    let server = ServerProcess::start_with(env, &[], &["--providers-file", file])?;
+    Ok((server, "agent/load".into(), Some(process)))
+}
+
+pub async fn run(
+    env: &Env,
+    streams: usize,
+    rate: u32,
+    seconds: u64,
+    agent: bool,
+) -> Result<(), String> {
+    let (server, model, agent_process) = source(env, rate, agent)?;
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
     let ramp_started = std::time::Instant::now();
-    let tasks = open_all(&client, &server.base, &window, streams).await?;
+    let tasks = open_all(&client, &server.base, &model, &window, streams).await?;
     let ramp = ramp_started.elapsed();
     // Let the ramp's backlog drain before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -175,8 +201,10 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
     let after = (server.usage(), process_usage("/proc/self"));
     let (mut latencies, events, errors) = gather(tasks).await;
     drop(server);
+    drop(agent_process);
     println!(
-        "streams: {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        "streams ({}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        if agent { "an AG-UI agent's runs" } else { "scenario runs" },
         ramp.as_secs_f64()
     );
     let measured = Measured {
@@ -205,6 +233,7 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
 async fn open_all(
     client: &reqwest::Client,
     base: &str,
+    model: &str,
     window: &Arc<Window>,
     streams: usize,
 ) -> Result<Vec<tokio::task::JoinHandle<StreamResult>>, String> {
@@ -214,6 +243,7 @@ async fn open_all(
             tokio::spawn(follow(
                 client.clone(),
                 base.to_owned(),
+                model.to_owned(),
                 window.clone(),
                 opening.clone(),
             ))

@@ -487,7 +487,7 @@ fn http_transport(
 /// when unset), anywhere in the value: `Bearer ${TOKEN}`. Anything else is taken as written.
 /// Written here because the crates that expand variables also expand `$NAME` and `~`, which a
 /// header or an argument may contain as such.
-fn expand_env(value: &str) -> String {
+pub fn expand_env(value: &str) -> String {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
     while let Some(start) = rest.find("${") {

@@ -1,0 +1,400 @@
+//! A Glassbox run as an AG-UI 1.0 run: a pure state machine that turns each event of the run's log
+//! into the AG-UI events it means, opening and closing text messages, reasoning spans and tool
+//! calls so that everything opened is closed before the terminal event. `POST /api/ag-ui` feeds
+//! it the same log the SSE endpoint streams (see docs/protocol.md for the table).
+
+use app::protocol::{EventKind, ToolResultStatus, Usage};
+use serde_json::{json, Value};
+
+use super::wire::{Event, Interrupt, Outcome, TokenUsage};
+
+/// The reason of the interrupt an approval request becomes.
+pub const TOOL_CALL_REASON: &str = "tool_call";
+
+/// What is open on the AG-UI side, and the usage so far.
+#[derive(Debug)]
+pub struct Outbound {
+    thread_id: String,
+    run_id: String,
+    text: Option<String>,
+    reasoning: Option<String>,
+    reasoning_message: Option<String>,
+    /// Calls started whose TOOL_CALL_END has not gone out (their arguments come later).
+    calls: Vec<String>,
+    usage: Option<Usage>,
+    model: Option<String>,
+    ended: bool,
+}
+
+impl Outbound {
+    pub fn new(thread_id: String, run_id: String) -> Self {
+        Outbound {
+            thread_id,
+            run_id,
+            text: None,
+            reasoning: None,
+            reasoning_message: None,
+            calls: Vec::new(),
+            usage: None,
+            model: None,
+            ended: false,
+        }
+    }
+
+    /// The first event of the AG-UI run.
+    pub fn started(&self) -> Event {
+        Event::RunStarted {
+            thread_id: self.thread_id.clone(),
+            run_id: self.run_id.clone(),
+            parent_run_id: None,
+        }
+    }
+
+    /// Whether the terminal event (RUN_FINISHED or RUN_ERROR) has gone out.
+    pub fn ended(&self) -> bool {
+        self.ended
+    }
+
+    /// The AG-UI events one Glassbox event means; none once the AG-UI run has ended.
+    pub fn map(&mut self, kind: &EventKind) -> Vec<Event> {
+        let mut out = Vec::new();
+        if self.ended {
+            return out;
+        }
+        match kind {
+            EventKind::MessageStarted { .. } => self.announce(kind, &mut out),
+            EventKind::ReasoningPartStarted {
+                segment_id,
+                summary_index,
+                ..
+            } => self.open_reasoning(segment_id, *summary_index, &mut out),
+            EventKind::ReasoningPartDelta {
+                segment_id,
+                summary_index,
+                text_delta,
+            } => {
+                self.open_reasoning(segment_id, *summary_index, &mut out);
+                if !text_delta.is_empty() {
+                    out.push(Event::ReasoningMessageContent {
+                        message_id: reasoning_message_id(segment_id, *summary_index),
+                        delta: text_delta.clone(),
+                    });
+                }
+            }
+            EventKind::ReasoningPartCompleted { .. } => self.close_reasoning_message(&mut out),
+            EventKind::TextDelta {
+                segment_id, delta, ..
+            } => self.text(segment_id, delta, &mut out),
+            EventKind::ToolCallStarted {
+                call_id,
+                name,
+                args,
+                ..
+            } => self.start_call(call_id, name, args, &mut out),
+            EventKind::ToolCallUpdate {
+                call_id,
+                args: Some(args),
+                ..
+            } => self.end_call(call_id, Some(args), &mut out),
+            EventKind::ToolApprovalRequested { call_id, args, .. } => {
+                self.end_call(call_id, Some(args), &mut out);
+                self.interrupt(call_id, &mut out);
+            }
+            EventKind::ToolResult { .. } => self.result(kind, &mut out),
+            EventKind::Usage(usage) => {
+                self.usage.get_or_insert_with(Usage::default).add(usage);
+            }
+            EventKind::MessageFinal { .. }
+            | EventKind::MessageCancelled { .. }
+            | EventKind::MessageError { .. } => self.terminal(kind, &mut out),
+            // An inner agent's state for its next request is Glassbox's to keep, not the client's.
+            EventKind::ToolCallUpdate { .. }
+            | EventKind::ToolApprovalResolved { .. }
+            | EventKind::AgentState { .. } => {}
+        }
+        out
+    }
+
+    /// `CUSTOM glassbox.run`: where the run is kept (conversation, message, trace) and its model.
+    fn announce(&mut self, kind: &EventKind, out: &mut Vec<Event>) {
+        let EventKind::MessageStarted {
+            conversation_id,
+            message_id,
+            trace_id,
+            model,
+            ..
+        } = kind
+        else {
+            return;
+        };
+        self.model = Some(model.clone());
+        out.push(Event::Custom {
+            name: "glassbox.run".into(),
+            value: json!({
+                "conversationId": conversation_id,
+                "messageId": message_id,
+                "traceId": trace_id,
+                "model": model,
+            }),
+        });
+    }
+
+    fn open_reasoning(&mut self, segment_id: &str, index: u32, out: &mut Vec<Event>) {
+        self.close_text(out);
+        self.close_calls(out);
+        let message_id = reasoning_message_id(segment_id, index);
+        if self.reasoning_message.as_deref() == Some(message_id.as_str()) {
+            return;
+        }
+        self.close_reasoning_message(out);
+        if self.reasoning.as_deref() != Some(segment_id) {
+            self.close_reasoning(out);
+            self.reasoning = Some(segment_id.to_owned());
+            out.push(Event::ReasoningStart {
+                message_id: segment_id.to_owned(),
+            });
+        }
+        self.reasoning_message = Some(message_id.clone());
+        out.push(Event::ReasoningMessageStart {
+            message_id,
+            role: "reasoning".into(),
+        });
+    }
+
+    fn close_reasoning_message(&mut self, out: &mut Vec<Event>) {
+        if let Some(message_id) = self.reasoning_message.take() {
+            out.push(Event::ReasoningMessageEnd { message_id });
+        }
+    }
+
+    fn close_reasoning(&mut self, out: &mut Vec<Event>) {
+        self.close_reasoning_message(out);
+        if let Some(message_id) = self.reasoning.take() {
+            out.push(Event::ReasoningEnd { message_id });
+        }
+    }
+
+    fn text(&mut self, segment_id: &str, delta: &str, out: &mut Vec<Event>) {
+        self.close_reasoning(out);
+        self.close_calls(out);
+        if self.text.as_deref() != Some(segment_id) {
+            self.close_text(out);
+            self.text = Some(segment_id.to_owned());
+            out.push(Event::TextMessageStart {
+                message_id: segment_id.to_owned(),
+                role: "assistant".into(),
+                name: None,
+            });
+        }
+        if !delta.is_empty() {
+            out.push(Event::TextMessageContent {
+                message_id: segment_id.to_owned(),
+                delta: delta.to_owned(),
+            });
+        }
+    }
+
+    fn close_text(&mut self, out: &mut Vec<Event>) {
+        if let Some(message_id) = self.text.take() {
+            out.push(Event::TextMessageEnd { message_id });
+        }
+    }
+
+    /// TOOL_CALL_START, and the arguments as one ARGS then END when they are known; an agent
+    /// that streams them sends them later (`tool_call_update.args`).
+    fn start_call(&mut self, call_id: &str, name: &str, args: &Value, out: &mut Vec<Event>) {
+        self.close_text(out);
+        self.close_reasoning(out);
+        if self.calls.iter().any(|id| id == call_id) {
+            return;
+        }
+        out.push(Event::ToolCallStart {
+            tool_call_id: call_id.to_owned(),
+            tool_call_name: name.to_owned(),
+            parent_message_id: None,
+        });
+        self.calls.push(call_id.to_owned());
+        if !is_empty_args(args) {
+            self.end_call(call_id, Some(args), out);
+        }
+    }
+
+    /// The call's ARGS (when known) and its END, if it is open.
+    fn end_call(&mut self, call_id: &str, args: Option<&Value>, out: &mut Vec<Event>) {
+        let Some(at) = self.calls.iter().position(|id| id == call_id) else {
+            return;
+        };
+        let tool_call_id = self.calls.remove(at);
+        if let Some(args) = args.filter(|args| !is_empty_args(args)) {
+            out.push(Event::ToolCallArgs {
+                tool_call_id: tool_call_id.clone(),
+                delta: args.to_string(),
+            });
+        }
+        out.push(Event::ToolCallEnd { tool_call_id });
+    }
+
+    fn close_calls(&mut self, out: &mut Vec<Event>) {
+        for tool_call_id in std::mem::take(&mut self.calls) {
+            out.push(Event::ToolCallEnd { tool_call_id });
+        }
+    }
+
+    fn close_all(&mut self, out: &mut Vec<Event>) {
+        self.close_text(out);
+        self.close_reasoning(out);
+        self.close_calls(out);
+    }
+
+    /// TOOL_CALL_RESULT: the output (or the error's text) as content, the status in `metadata`.
+    fn result(&mut self, kind: &EventKind, out: &mut Vec<Event>) {
+        let EventKind::ToolResult {
+            call_id,
+            status,
+            duration_ms,
+            output,
+            truncated,
+            error,
+            ..
+        } = kind
+        else {
+            return;
+        };
+        self.end_call(call_id, None, out);
+        self.close_text(out);
+        self.close_reasoning(out);
+        let mut glassbox = json!({ "status": status_name(*status), "durationMs": duration_ms });
+        if *truncated {
+            glassbox["truncated"] = Value::Bool(true);
+        }
+        if let Some(error) = error {
+            glassbox["error"] = json!({ "kind": error.kind.as_str(), "message": error.message });
+        }
+        let content = match (output, error) {
+            (Some(output), _) => output.clone(),
+            (None, Some(error)) => error.message.clone(),
+            (None, None) => String::new(),
+        };
+        out.push(Event::ToolCallResult {
+            message_id: format!("{call_id}-result"),
+            tool_call_id: call_id.clone(),
+            content,
+            role: Some("tool".into()),
+            metadata: Some(json!({ "glassbox": glassbox })),
+        });
+    }
+
+    /// An approval request: the AG-UI run ends with an interrupt the client answers by resuming.
+    fn interrupt(&mut self, call_id: &str, out: &mut Vec<Event>) {
+        self.close_all(out);
+        let interrupt = Interrupt {
+            id: interrupt_id(call_id),
+            reason: TOOL_CALL_REASON.into(),
+            message: Some("The tool call waits for approval.".into()),
+            tool_call_id: Some(call_id.to_owned()),
+            response_schema: Some(approval_schema()),
+            expires_at: None,
+            metadata: None,
+        };
+        out.push(Event::RunFinished {
+            thread_id: self.thread_id.clone(),
+            run_id: self.run_id.clone(),
+            result: None,
+            outcome: Some(Outcome::Interrupt {
+                interrupts: vec![interrupt],
+            }),
+            usage: self.token_usage(),
+        });
+        self.ended = true;
+    }
+
+    fn terminal(&mut self, kind: &EventKind, out: &mut Vec<Event>) {
+        self.close_all(out);
+        let usage = self.token_usage();
+        out.push(match kind {
+            EventKind::MessageCancelled {
+                reason,
+                cancelled_by,
+                ..
+            } => Event::RunError {
+                message: reason.clone(),
+                code: Some(format!("cancelled_by_{}", cancelled_by.as_str())),
+                usage,
+            },
+            EventKind::MessageError { code, error, .. } => Event::RunError {
+                message: error.clone(),
+                code: Some(code.as_str().to_owned()),
+                usage,
+            },
+            _ => Event::RunFinished {
+                thread_id: self.thread_id.clone(),
+                run_id: self.run_id.clone(),
+                result: None,
+                outcome: Some(Outcome::Success),
+                usage,
+            },
+        });
+        self.ended = true;
+    }
+
+    fn token_usage(&self) -> Option<Vec<TokenUsage>> {
+        let usage = self.usage.as_ref()?;
+        Some(vec![TokenUsage {
+            provider: None,
+            model: self.model.clone(),
+            input_tokens: Some(usage.input_tokens),
+            output_tokens: Some(usage.output_tokens),
+            total_tokens: Some(usage.input_tokens.saturating_add(usage.output_tokens)),
+            reasoning_tokens: usage.reasoning_tokens,
+            cached_input_tokens: None,
+        }])
+    }
+}
+
+/// The interrupt of a call's approval request; [`call_of_interrupt`] reads it back.
+pub fn interrupt_id(call_id: &str) -> String {
+    format!("approval:{call_id}")
+}
+
+/// The call an interrupt id names, if it is one of [`interrupt_id`]'s.
+pub fn call_of_interrupt(interrupt_id: &str) -> Option<&str> {
+    interrupt_id
+        .strip_prefix("approval:")
+        .filter(|call| !call.is_empty())
+}
+
+/// The answer an approval interrupt takes: `{approved: boolean, reason?: string}`.
+pub fn approval_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "approved": { "type": "boolean" },
+            "reason": { "type": "string" }
+        },
+        "required": ["approved"]
+    })
+}
+
+fn reasoning_message_id(segment_id: &str, index: u32) -> String {
+    format!("{segment_id}-{index}")
+}
+
+fn is_empty_args(args: &Value) -> bool {
+    match args {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    }
+}
+
+fn status_name(status: ToolResultStatus) -> &'static str {
+    match status {
+        ToolResultStatus::Success => "success",
+        ToolResultStatus::Error => "error",
+        ToolResultStatus::Cancelled => "cancelled",
+        ToolResultStatus::Denied => "denied",
+    }
+}
+
+#[cfg(test)]
+mod tests;

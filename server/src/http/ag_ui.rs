@@ -1,0 +1,255 @@
+//! `POST /api/ag-ui`: a Glassbox run as an AG-UI 1.0 run, for `@ag-ui/client` and CopilotKit front
+//! ends. The threadId is a conversation of the caller's (created with that id when new); the new
+//! user message is the last `user` message. The run's log, read as `/api/chat`'s SSE reads it,
+//! goes through [`crate::ag_ui::outbound`]. Closing the connection stops the run, as AG-UI
+//! expects, unless the AG-UI run has ended (an approval request ends it with an interrupt, and a
+//! later request's `resume` answers it and streams the rest of the same Glassbox run).
+
+use std::sync::Arc;
+
+use app::protocol::{ApprovalDecision, ResolvedBy};
+use axum::{extract::State, response::Response, routing::post, Router};
+use futures::{stream, StreamExt};
+use serde_json::Value;
+
+use super::{extract::ApiJson, sse, AppState, CurrentUser};
+use crate::{
+    ag_ui::{
+        outbound::{call_of_interrupt, Outbound},
+        wire::{Message, ResumeEntry, RunAgentInput, Stamped},
+    },
+    error::{Error, Result},
+    runs::{ChatRequest, Engine, Run},
+    sink::ApprovalAnswer,
+    stamps::now_unix_ms,
+};
+
+/// The longest threadId taken as a conversation id.
+const MAX_THREAD_ID: usize = 200;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new().route("/api/ag-ui", post(run))
+}
+
+/// Starts a run (or, with `resume`, answers its approval and follows it) as an AG-UI event stream.
+pub async fn run(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(input): ApiJson<RunAgentInput>,
+) -> Result<Response> {
+    let thread_id = input.thread_id.trim();
+    if thread_id.is_empty() || thread_id.chars().count() > MAX_THREAD_ID {
+        return Err(Error::InvalidField(format!(
+            "`threadId` must have 1 to {MAX_THREAD_ID} characters"
+        )));
+    }
+    let outbound = Outbound::new(thread_id.to_owned(), input.run_id.clone());
+    if let Some(resume) = input.resume.as_ref().filter(|resume| !resume.is_empty()) {
+        let (run, after) = resume_run(&state, &user, thread_id, resume).await?;
+        return Ok(respond(&state.engine, &user, run, after, outbound));
+    }
+    let content = last_user_text(&input.messages)?;
+    let existing = state
+        .store
+        .get_conversation(user.id(), thread_id)
+        .await?
+        .is_some();
+    let request = ChatRequest {
+        conversation_id: existing.then(|| thread_id.to_owned()),
+        new_conversation_id: (!existing).then(|| thread_id.to_owned()),
+        content,
+        model: input
+            .forwarded_props
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    };
+    let (run, _) = match state.engine.start(user.id(), request).await {
+        // A new threadId that another user's conversation has: not found, as any other's.
+        Err(Error::Conflict(_)) if !existing => return Err(Error::NotFound("conversation")),
+        started => started?,
+    };
+    Ok(respond(&state.engine, &user, run, 0, outbound))
+}
+
+/// The text of the request's last `user` message (its text parts, for content parts).
+fn last_user_text(messages: &[Message]) -> Result<String> {
+    let content = messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::User { content, .. } => Some(content),
+            _ => None,
+        })
+        .ok_or_else(|| Error::InvalidField("`messages` has no `user` message".into()))?;
+    let text = match content {
+        Value::String(text) => text.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter(|part| part.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|part| part.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    Ok(text)
+}
+
+/// Answers the approvals a `resume` names, in the caller's run going in the thread, and where its
+/// log stands: the rest of the run follows from there.
+async fn resume_run(
+    state: &AppState,
+    user: &CurrentUser,
+    thread_id: &str,
+    resume: &[ResumeEntry],
+) -> Result<(Arc<Run>, u64)> {
+    let run = state
+        .engine
+        .running_in(user.id(), thread_id)
+        .ok_or(Error::NotFound("run waiting for approval"))?;
+    let after = run.published().last_seq;
+    for entry in resume {
+        let call_id = call_of_interrupt(&entry.interrupt_id)
+            .ok_or_else(|| Error::InvalidField("`resume[].interruptId` is unknown".into()))?;
+        let answer = approval_answer(user, entry);
+        state
+            .engine
+            .answer_approval(user.id(), &run.run_id, call_id, answer)
+            .await?;
+    }
+    Ok((run, after))
+}
+
+/// `{approved, reason?}` as an approval's answer; a cancelled interrupt denies the call.
+fn approval_answer(user: &CurrentUser, entry: &ResumeEntry) -> ApprovalAnswer {
+    let payload = entry.payload.as_ref();
+    let approved = entry.status == "resolved"
+        && payload
+            .and_then(|payload| payload.get("approved"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false);
+    let reason = payload
+        .and_then(|payload| payload.get("reason"))
+        .and_then(Value::as_str)
+        .map(|reason| reason.chars().take(500).collect::<String>())
+        .filter(|reason| !reason.trim().is_empty());
+    ApprovalAnswer {
+        decision: if approved {
+            ApprovalDecision::Approve
+        } else {
+            ApprovalDecision::Deny
+        },
+        by: ResolvedBy::User(user.0.name.clone()),
+        reason,
+    }
+}
+
+/// The SSE response: RUN_STARTED, then the run's events after `after` as AG-UI events, up to the
+/// terminal one (or the interrupt).
+fn respond(
+    engine: &Arc<Engine>,
+    user: &CurrentUser,
+    run: Arc<Run>,
+    after: u64,
+    outbound: Outbound,
+) -> Response {
+    let stop = StopOnDrop {
+        engine: engine.clone(),
+        owner_id: user.id().to_owned(),
+        run_id: run.run_id.clone(),
+        armed: true,
+    };
+    let first = stamp(outbound.started(), now_unix_ms());
+    let feed = Feed {
+        outbound,
+        stop,
+        events: sse::live(run, after).boxed(),
+    };
+    let rest = stream::unfold(feed, |mut feed| async move {
+        let batch = feed.next().await?;
+        Some((stream::iter(batch), feed))
+    })
+    .flatten();
+    let frames = stream::once(async move { first })
+        .chain(rest)
+        .enumerate()
+        .map(|(at, json)| (at as u64 + 1, json));
+    sse::response(frames)
+}
+
+/// The run's log as AG-UI frames, and the guard that stops the run if the client leaves early.
+struct Feed {
+    outbound: Outbound,
+    stop: StopOnDrop,
+    events: futures::stream::BoxStream<'static, (u64, Arc<str>)>,
+}
+
+impl Feed {
+    /// The frames of the next Glassbox event that means any; `None` once the AG-UI run ended.
+    async fn next(&mut self) -> Option<Vec<Arc<str>>> {
+        loop {
+            if self.outbound.ended() {
+                self.stop.armed = false;
+                return None;
+            }
+            let (_, json) = self.events.next().await?;
+            let Ok(event) = serde_json::from_str::<app::protocol::Event>(&json) else {
+                continue;
+            };
+            let at = app::protocol::parse_rfc3339_millis(&event.ts).unwrap_or_else(now_unix_ms);
+            let frames: Vec<Arc<str>> = self
+                .outbound
+                .map(&event.kind)
+                .into_iter()
+                .map(|mapped| stamp(mapped, at))
+                .collect();
+            if self.outbound.ended() {
+                self.stop.armed = false;
+            }
+            if !frames.is_empty() {
+                return Some(frames);
+            }
+        }
+    }
+}
+
+fn stamp(event: crate::ag_ui::wire::Event, at_ms: i64) -> Arc<str> {
+    let stamped = Stamped {
+        event,
+        timestamp: u64::try_from(at_ms).unwrap_or(0),
+    };
+    serde_json::to_string(&stamped)
+        .unwrap_or_else(|_| r#"{"type":"RUN_ERROR","message":"unencodable event"}"#.to_owned())
+        .into()
+}
+
+/// Stops the run when the response is dropped before the AG-UI run ended: the client closed the
+/// connection, which is AG-UI's only way to cancel.
+struct StopOnDrop {
+    engine: Arc<Engine>,
+    owner_id: String,
+    run_id: String,
+    armed: bool,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (engine, owner_id, run_id) = (
+            self.engine.clone(),
+            std::mem::take(&mut self.owner_id),
+            std::mem::take(&mut self.run_id),
+        );
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let reason = "The AG-UI client closed the connection.".to_owned();
+            if let Err(error) = engine.cancel(&owner_id, &run_id, Some(reason)).await {
+                tracing::debug!(%run_id, %error, "stopping a run whose AG-UI client left");
+            }
+        });
+    }
+}
