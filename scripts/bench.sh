@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, burst (beside the Node.js reference), cancel, resume, crash, storage, instances, micro,
-# browser, bundle, floor).
+# (streams, burst (beside the Node.js reference), otlp, cancel, resume, crash, storage, instances,
+# micro, browser, bundle, floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -46,6 +46,13 @@ if run burst; then
   for _ in 1 2 3; do reference burst --runs 1000 --over 1; done
   for _ in 1 2 3; do reference burst --runs 3000 --over 3; done
   reference streams --streams 1000,3000 --rate 50 --seconds 10
+fi
+if run otlp; then
+  log "the OTLP export's cost: 1,000 runs over 10 s (250 deltas at 50/s each), without and with --otlp, interleaved"
+  for _ in 1 2 3; do
+    loadgen burst --runs 1000 --over 10
+    loadgen --otlp burst --runs 1000 --over 10
+  done
 fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"

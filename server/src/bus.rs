@@ -93,6 +93,9 @@ enum Wire {
 /// (another one answers).
 pub type OnCommand = Box<dyn Fn(Addressed) -> Option<CommandOutcome> + Send + Sync>;
 
+/// Receives the runs of lost instances this instance closed (the engine exports them).
+pub type OnRecovered = Box<dyn Fn(Vec<crate::store::LeftoverRun>) + Send + Sync>;
+
 /// How long a sender waits for the reply to a command.
 pub const REPLY_WAIT: Duration = Duration::from_secs(5);
 
@@ -135,11 +138,13 @@ pub struct BusStats {
 
 impl Bus {
     /// Starts listening and holding the lease, until `stop`. `on_command` receives every command
-    /// sent to the bus (the engine carries out those for the runs it has).
+    /// sent to the bus (the engine carries out those for the runs it has); `on_recovered` the runs
+    /// of lost instances this one closed.
     pub fn start(
         store: Store,
         postgres: PgStore,
         on_command: OnCommand,
+        on_recovered: OnRecovered,
         stop: CancellationToken,
     ) -> Arc<Bus> {
         let bus = Arc::new(Bus {
@@ -154,7 +159,7 @@ impl Bus {
         });
         tokio::spawn(bus.clone().listen(on_command, stop.clone()));
         tokio::spawn(bus.clone().fetcher(stop.clone()));
-        tokio::spawn(bus.clone().hold_lease(stop));
+        tokio::spawn(bus.clone().hold_lease(on_recovered, stop));
         bus
     }
 
@@ -423,7 +428,7 @@ impl Bus {
     }
 
     /// Refreshes this instance's lease and ends the runs of instances whose lease has expired.
-    async fn hold_lease(self: Arc<Self>, stop: CancellationToken) {
+    async fn hold_lease(self: Arc<Self>, on_recovered: OnRecovered, stop: CancellationToken) {
         loop {
             tokio::select! {
                 _ = stop.cancelled() => return,
@@ -434,15 +439,16 @@ impl Bus {
             }
             match self
                 .store
-                .interrupt_orphaned_runs(&crate::stamps::now_rfc3339())
+                .recover_orphaned_runs(&crate::stamps::now_rfc3339())
                 .await
             {
-                Ok(0) => {}
+                Ok(ended) if ended.is_empty() => {}
                 Ok(ended) => {
                     tracing::warn!(
-                        ended,
+                        ended = ended.len(),
                         "ended the runs of an instance that stopped answering"
-                    )
+                    );
+                    on_recovered(ended);
                 }
                 Err(error) => tracing::warn!(%error, "could not look for runs of lost instances"),
             }

@@ -157,6 +157,18 @@ pub struct Config {
     #[arg(long, env = "GLASSBOX_USER_RUNS_PER_MINUTE", default_value_t = 30)]
     pub user_runs_per_minute: usize,
 
+    /// Exports every finished run as OpenTelemetry GenAI spans over OTLP/HTTP (protobuf) to this
+    /// base URL, `/v1/traces` appended (see docs/observability.md). Without it the standard
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (used as given) or `OTEL_EXPORTER_OTLP_ENDPOINT` (base)
+    /// turn the export on.
+    #[arg(long, env = "GLASSBOX_OTLP_ENDPOINT")]
+    pub otlp_endpoint: Option<String>,
+
+    /// Puts content in the exported spans: tool arguments and results, the model turns' input and
+    /// output messages, the answer (always after redaction). Off: names, times, ids, counts only.
+    #[arg(long, env = "GLASSBOX_OTLP_CONTENT")]
+    pub otlp_content: bool,
+
     #[command(subcommand)]
     pub command: Option<Command>,
 }
@@ -184,6 +196,18 @@ pub enum UsersCommand {
 }
 
 impl Config {
+    /// Where finished runs go as OTLP spans, if anywhere: `--otlp-endpoint` (a base URL), else the
+    /// standard variables, the traces one as given, the general one as a base.
+    pub fn otlp_traces_endpoint(&self) -> Option<String> {
+        let from_env = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+        let traces_of = |base: &str| format!("{}/v1/traces", base.trim_end_matches('/'));
+        match &self.otlp_endpoint {
+            Some(base) if !base.is_empty() => Some(traces_of(base)),
+            _ => from_env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+                .or_else(|| from_env("OTEL_EXPORTER_OTLP_ENDPOINT").map(|base| traces_of(&base))),
+        }
+    }
+
     pub fn tool_timeout(&self) -> Duration {
         Duration::from_secs(self.tool_timeout_secs.max(1))
     }

@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod exports;
 pub mod http;
+pub mod otel;
 pub mod providers;
 pub mod reads;
 pub mod records;
@@ -70,8 +71,25 @@ pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
 /// Opens the store (running migrations, closing runs an earlier process left going) and wires the
 /// engine and the routes.
 pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String> {
-    let store = open_store(config).await?;
+    let (store, recovered) = open_store(config).await?;
     let engine = start_engine(config, store.clone())?;
+    if let Some(endpoint) = config.otlp_traces_endpoint() {
+        let otlp = otel::Otlp::start(
+            otel::OtlpConfig {
+                endpoint,
+                content: config.otlp_content,
+            },
+            store.clone(),
+        )?;
+        // A run a crash interrupted is exported once, by the start that closed it.
+        for run in recovered {
+            otlp.finished(otel::FinishedRun {
+                owner_id: run.owner_id,
+                trace_id: run.trace_id,
+            });
+        }
+        engine.export_to(otlp);
+    }
     let bundle = site::bundle_in(&site_root).unwrap_or_default();
     let router = http::router(AppState {
         leptos_options: leptos_options(config, &site_root, bundle.hashed),
@@ -91,8 +109,8 @@ pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String
 }
 
 /// The store of `config` (its data directory made when it is SQLite's default), migrated, with the
-/// runs an earlier process left going marked interrupted.
-async fn open_store(config: &Config) -> Result<Store, String> {
+/// runs an earlier process left going marked interrupted (and answered).
+async fn open_store(config: &Config) -> Result<(Store, Vec<store::LeftoverRun>), String> {
     if config.database_url.is_none() {
         std::fs::create_dir_all(&config.data_dir).map_err(|error| {
             format!(
@@ -105,8 +123,8 @@ async fn open_store(config: &Config) -> Result<Store, String> {
     let store = Store::connect_as(&url, &config.instance_id())
         .await
         .map_err(|error| format!("cannot open the database {url}: {error}"))?;
-    let interrupted = store
-        .interrupt_leftover_runs(&stamps::now_rfc3339())
+    let (interrupted, recovered) = store
+        .recover_leftover_runs(&stamps::now_rfc3339())
         .await
         .map_err(|error| format!("cannot recover runs left running: {error}"))?;
     if interrupted > 0 {
@@ -115,7 +133,7 @@ async fn open_store(config: &Config) -> Result<Store, String> {
             "marked runs left running by an earlier process as interrupted"
         );
     }
-    Ok(store)
+    Ok((store, recovered))
 }
 
 /// The engine with its agents, providers and tools (MCP servers start here), joined to the other
@@ -196,6 +214,10 @@ pub async fn run(config: Config) -> Result<(), String> {
         engine.shutdown(drain).await;
     })
     .await;
+    // The runs the shutdown stopped are stored: they leave before the store closes.
+    if let Some(otlp) = server.engine.otlp() {
+        otlp.flush(drain).await;
+    }
     server.store.close().await;
     tracing::info!("stopped");
     Ok(())

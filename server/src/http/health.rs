@@ -1,5 +1,6 @@
 //! `GET /healthz`: the version, whether the database answers reads, whether writes succeed, and
-//! the runs going with the memory their logs hold.
+//! the runs going with the memory their logs hold, and, with an OTLP endpoint, what the export
+//! sent and dropped (`null` without one).
 //! While either fails it answers 503 `degraded` and says why: in the database's own words to a
 //! signed-in user, in general terms to anyone else (the check is public, the error may name a path
 //! or a host).
@@ -49,6 +50,7 @@ pub async fn health(
             "runs": runs,
             "run_memory_bytes": run_memory_bytes,
             "bus": state.engine.bus().map(|bus| bus.stats()),
+            "otlp": state.engine.otlp().map(|otlp| otlp.stats()),
         })),
     )
 }

@@ -45,9 +45,17 @@ impl Engine {
 
         let message = run.close(&ending);
         let events = run.all_events();
-        self.store_trace(&run, &ending, &message, &events, &model_turns)
+        let closed = self
+            .store_trace(&run, &ending, &message, &events, &model_turns)
             .await;
         run.publish_end();
+        // A run another instance took for lost and closed is that instance's to export.
+        if let (true, Some(otlp)) = (closed, self.otlp.get()) {
+            otlp.finished(crate::otel::FinishedRun {
+                owner_id: run.owner_id.clone(),
+                trace_id: run.trace_id.clone(),
+            });
+        }
         tracing::info!(
             run_id = %run.run_id,
             status = message.status.as_str(),
@@ -89,7 +97,8 @@ impl Engine {
 
     /// Stores the finished trace before its end is published, however long that takes: a run
     /// whose trace cannot be written (a full disk) stays in memory, its stream open, and is
-    /// retried with backoff while `/healthz` reports the failing writes.
+    /// retried with backoff while `/healthz` reports the failing writes. Answers whether this
+    /// run's ending closed the trace (not when another instance had closed it).
     async fn store_trace(
         &self,
         run: &Run,
@@ -97,7 +106,7 @@ impl Engine {
         message: &Message,
         events: &[Arc<str>],
         model_turns: &[ModelTurn],
-    ) {
+    ) -> bool {
         let (cancelled_by, reason, error_code) = match ending {
             RunEnding::Completed => (None, None, None),
             RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
@@ -124,13 +133,20 @@ impl Engine {
             model_turns,
         };
         let mut delay = FINISH_RETRY_FIRST;
-        while let Err(error) = self.store.finish_run(finished()).await {
-            tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
-            self.set_unstored(&run.run_id, Some(error.to_string()));
-            tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(FINISH_RETRY_MAX);
+        loop {
+            match self.store.finish_run(finished()).await {
+                Ok(closed) => {
+                    self.set_unstored(&run.run_id, None);
+                    return closed;
+                }
+                Err(error) => {
+                    tracing::error!(run_id = %run.run_id, %error, retry_in_ms = delay.as_millis() as u64, "could not store the finished trace; will retry");
+                    self.set_unstored(&run.run_id, Some(error.to_string()));
+                    tokio::time::sleep(delay).await;
+                    delay = (delay * 2).min(FINISH_RETRY_MAX);
+                }
+            }
         }
-        self.set_unstored(&run.run_id, None);
     }
 
     /// Late subscribers read an ended run from memory for a while; a run that outgrew a cap, or

@@ -70,6 +70,8 @@ pub struct Engine {
     pub(super) unstored: Mutex<HashMap<String, String>>,
     /// On PostgreSQL, the bus to the other instances.
     pub(super) bus: std::sync::OnceLock<Arc<crate::bus::Bus>>,
+    /// With an OTLP endpoint, where finished runs go once stored (see `otel`).
+    pub(super) otlp: std::sync::OnceLock<crate::otel::Otlp>,
 }
 
 /// What a run holds while it goes: a server slot, and its user's (none for the local user).
@@ -111,7 +113,18 @@ impl Engine {
             user_runs: UserRuns::new(limits.per_user),
             unstored: Mutex::new(HashMap::new()),
             bus: std::sync::OnceLock::new(),
+            otlp: std::sync::OnceLock::new(),
         })
+    }
+
+    /// Sends every run that finishes from now on to `otlp` once stored.
+    pub fn export_to(&self, otlp: crate::otel::Otlp) {
+        let _ = self.otlp.set(otlp);
+    }
+
+    /// The OTLP export, when there is one.
+    pub fn otlp(&self) -> Option<&crate::otel::Otlp> {
+        self.otlp.get()
     }
 
     pub(super) fn runs(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Run>>> {

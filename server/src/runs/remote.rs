@@ -29,7 +29,18 @@ impl Engine {
         let engine = Arc::downgrade(self);
         let on_command =
             Box::new(move |addressed: Addressed| engine.upgrade()?.carry_out(addressed));
-        let bus = Bus::start(self.store.clone(), postgres, on_command, stop);
+        let engine = Arc::downgrade(self);
+        let on_recovered = Box::new(move |runs: Vec<crate::store::LeftoverRun>| {
+            if let Some(otlp) = engine.upgrade().as_ref().and_then(|e| e.otlp()) {
+                for run in runs {
+                    otlp.finished(crate::otel::FinishedRun {
+                        owner_id: run.owner_id,
+                        trace_id: run.trace_id,
+                    });
+                }
+            }
+        });
+        let bus = Bus::start(self.store.clone(), postgres, on_command, on_recovered, stop);
         let _ = self.bus.set(bus);
     }
 

@@ -129,7 +129,9 @@ impl Store {
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
-    pub async fn finish_run(&self, finished: FinishedTrace<'_>) -> Result<()> {
+    /// Answers whether this call closed it: `false` when it was closed already (on PostgreSQL,
+    /// by another instance that took the run for lost), and nothing was written.
+    pub async fn finish_run(&self, finished: FinishedTrace<'_>) -> Result<bool> {
         let owned = OwnedFinish::from(finished);
         on_backend!(self, finish_run(owned))
     }

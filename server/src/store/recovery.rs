@@ -14,6 +14,12 @@ impl Store {
     /// keeps what could be read; one that cannot be recovered at all is logged and skipped, so a
     /// damaged row never stops the server from starting. Returns how many there were.
     pub async fn interrupt_leftover_runs(&self, now: &str) -> Result<usize> {
+        Ok(self.interrupt(true, now).await?.0)
+    }
+
+    /// [`Store::interrupt_leftover_runs`], answering how many there were and the runs it closed
+    /// (which the OTLP export sends).
+    pub async fn recover_leftover_runs(&self, now: &str) -> Result<(usize, Vec<LeftoverRun>)> {
         self.interrupt(true, now).await
     }
 
@@ -21,24 +27,39 @@ impl Store {
     /// [`Store::interrupt_leftover_runs`] does at start. Two survivors may both try: the trace
     /// closes once, and only that close is published.
     pub async fn interrupt_orphaned_runs(&self, now: &str) -> Result<usize> {
-        self.interrupt(false, now).await
+        Ok(self.interrupt(false, now).await?.0)
     }
 
-    async fn interrupt(&self, include_own: bool, now: &str) -> Result<usize> {
+    /// [`Store::interrupt_orphaned_runs`], answering the runs this call closed (two survivors
+    /// may try the same run; one closes it), which the OTLP export sends.
+    pub async fn recover_orphaned_runs(&self, now: &str) -> Result<Vec<LeftoverRun>> {
+        Ok(self.interrupt(false, now).await?.1)
+    }
+
+    /// Closes the runs left running; answers how many there were and those it closed.
+    async fn interrupt(&self, include_own: bool, now: &str) -> Result<(usize, Vec<LeftoverRun>)> {
         let leftovers = match self {
             Store::Sqlite(backend) => backend.leftover_runs().await?,
             Store::Postgres(backend) => backend.leftover_runs(include_own).await?,
         };
-        for leftover in &leftovers {
-            if let Err(error) = self.interrupt_one(leftover, now).await {
-                let trace_id = &leftover.trace_id;
-                tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
+        let found = leftovers.len();
+        let mut closed = Vec::with_capacity(found);
+        for leftover in leftovers {
+            match self.interrupt_one(&leftover, now).await {
+                Ok(true) => closed.push(leftover),
+                // Another instance closed it first (it exports it).
+                Ok(false) => {}
+                Err(error) => {
+                    let trace_id = &leftover.trace_id;
+                    tracing::error!(%trace_id, %error, "could not recover a run left running; skipped");
+                }
             }
         }
-        Ok(leftovers.len())
+        Ok((found, closed))
     }
 
-    async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<()> {
+    /// Closes one run as interrupted; answers whether this call closed it.
+    async fn interrupt_one(&self, leftover: &LeftoverRun, now: &str) -> Result<bool> {
         let mut events = on_backend!(self, checkpointed_events(&leftover.trace_id))?;
         // A run whose terminal event was checkpointed but whose trace was not closed keeps it.
         if events.last().is_some_and(|event| event.kind.is_terminal()) {
@@ -110,4 +131,6 @@ pub struct LeftoverRun {
     pub trace_id: String,
     pub message_id: String,
     pub started_at: String,
+    /// The owner of its conversation.
+    pub owner_id: String,
 }

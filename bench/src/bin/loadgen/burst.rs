@@ -15,6 +15,8 @@ use crate::{
 };
 
 const SCENARIO: &str = "burst";
+/// How long after the last run the server's CPU is read.
+const SETTLE: Duration = Duration::from_secs(2);
 
 #[derive(Default)]
 struct Outcome {
@@ -66,6 +68,7 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
     });
     let server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
     let client = crate::streams::client()?;
+    let cpu_before = server.usage().cpu_seconds;
     let began = tokio::time::Instant::now() + Duration::from_millis(100);
     let spacing = Duration::from_secs_f64(over.max(0.0) / runs.max(1) as f64);
     let wall = std::time::Instant::now();
@@ -92,7 +95,15 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
     }
     let elapsed = wall.elapsed().as_secs_f64();
     let rss = server.usage().rss_bytes;
+    // The last runs' exports (with --otlp) leave within the export's batch window: counted too.
+    tokio::time::sleep(SETTLE).await;
+    let cpu = server.usage().cpu_seconds - cpu_before;
+    let otlp = otlp_health(&server.base).await;
     drop(server);
+    println!(
+        "server CPU: {cpu:.2} s from the first start to {} s after the last run ended; otlp: {otlp}",
+        SETTLE.as_secs()
+    );
     println!(
         "burst: {runs} runs started over {over} s, {deltas} deltas each at {rate}/s; {} events in {elapsed:.1} s",
         totals.events
@@ -111,6 +122,19 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
         return Err(format!("only {} of {runs} runs sent an event", first.len()));
     }
     Ok(())
+}
+
+/// `/healthz`'s `otlp` (null without an export, or from a server with no such answer, as the
+/// Node.js reference).
+async fn otlp_health(base: &str) -> serde_json::Value {
+    let Ok(client) = crate::streams::client() else {
+        return serde_json::Value::Null;
+    };
+    let health = match client.get(format!("{base}/healthz")).send().await {
+        Ok(response) => response.json::<serde_json::Value>().await.ok(),
+        Err(_) => None,
+    };
+    health.map_or(serde_json::Value::Null, |health| health["otlp"].clone())
 }
 
 /// What every run of a burst saw.

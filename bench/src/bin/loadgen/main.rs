@@ -10,6 +10,7 @@ mod cancel;
 mod client;
 mod crash;
 mod instances;
+mod otlp_sink;
 mod resume;
 mod server;
 mod storage;
@@ -28,6 +29,10 @@ struct Cli {
     /// The built site; a stand-in is used when it is missing (the API needs no assets).
     #[arg(long, default_value = "target/site", global = true)]
     site_root: PathBuf,
+    /// Starts a stand-in OTLP collector here and has the server export every finished run to it
+    /// (`--otlp-endpoint`), to measure what the export costs.
+    #[arg(long, global = true)]
+    otlp: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -118,6 +123,8 @@ enum Command {
 pub struct Env {
     pub binary: PathBuf,
     pub site_root: PathBuf,
+    /// Options every server started gets (`--otlp-endpoint` with `--otlp`).
+    pub server_args: Vec<String>,
     /// Holds the stand-in site when there is no built one.
     _stand_in: Option<tempfile::TempDir>,
 }
@@ -134,6 +141,7 @@ impl Env {
             return Ok(Env {
                 binary,
                 site_root,
+                server_args: Vec::new(),
                 _stand_in: None,
             });
         }
@@ -146,6 +154,7 @@ impl Env {
         Ok(Env {
             binary,
             site_root: stand_in.path().to_owned(),
+            server_args: Vec::new(),
             _stand_in: Some(stand_in),
         })
     }
@@ -178,41 +187,20 @@ fn main() -> std::process::ExitCode {
         if let Command::Storage { events, traces } = cli.command {
             return storage::run(events, traces).await;
         }
-        let env = Env::new(cli.binary, cli.site_root)?;
-        match cli.command {
-            Command::Streams {
-                streams,
-                rate,
-                seconds,
-                agent,
-            } => {
-                for count in streams {
-                    streams::run(&env, count, rate, seconds, agent).await?;
-                }
-                Ok(())
+        let mut env = Env::new(cli.binary, cli.site_root)?;
+        let sink = match cli.otlp {
+            true => {
+                let (sink, endpoint) = otlp_sink::Sink::start().await?;
+                env.server_args = vec!["--otlp-endpoint".to_owned(), endpoint];
+                Some(sink)
             }
-            Command::Burst {
-                runs,
-                over,
-                deltas,
-                rate,
-            } => burst::run(&env, runs, over, deltas, rate).await,
-            Command::Cancel { trials, background } => cancel::run(&env, trials, background).await,
-            Command::Resume { events, repeat } => resume::run(&env, events, repeat).await,
-            Command::Crash { trials } => crash::run(&env, trials).await,
-            Command::Instances {
-                database_url,
-                streams,
-                rate,
-                seconds,
-            } => {
-                for count in streams {
-                    instances::run(&env, &database_url, count, rate, seconds).await?;
-                }
-                Ok(())
-            }
-            Command::Storage { .. } | Command::AgUiAgent { .. } => Ok(()),
+            false => None,
+        };
+        let outcome = run_command(&env, cli.command).await;
+        if let Some(sink) = sink {
+            println!("{}", sink.report());
         }
+        outcome
     });
     match outcome {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -220,5 +208,43 @@ fn main() -> std::process::ExitCode {
             eprintln!("loadgen: {error}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs one benchmark against servers started from `env`.
+async fn run_command(env: &Env, command: Command) -> Result<(), String> {
+    match command {
+        Command::Streams {
+            streams,
+            rate,
+            seconds,
+            agent,
+        } => {
+            for count in streams {
+                streams::run(env, count, rate, seconds, agent).await?;
+            }
+            Ok(())
+        }
+        Command::Burst {
+            runs,
+            over,
+            deltas,
+            rate,
+        } => burst::run(env, runs, over, deltas, rate).await,
+        Command::Cancel { trials, background } => cancel::run(env, trials, background).await,
+        Command::Resume { events, repeat } => resume::run(env, events, repeat).await,
+        Command::Crash { trials } => crash::run(env, trials).await,
+        Command::Instances {
+            database_url,
+            streams,
+            rate,
+            seconds,
+        } => {
+            for count in streams {
+                instances::run(env, &database_url, count, rate, seconds).await?;
+            }
+            Ok(())
+        }
+        Command::Storage { .. } | Command::AgUiAgent { .. } => Ok(()),
     }
 }

@@ -56,7 +56,12 @@ impl ServerProcess {
             .map_err(|error| error.to_string())?;
         }
         let port = free_port()?;
-        let extra: Vec<String> = extra.iter().map(|arg| arg.to_string()).collect();
+        let extra: Vec<String> = env
+            .server_args
+            .iter()
+            .cloned()
+            .chain(extra.iter().map(|arg| arg.to_string()))
+            .collect();
         let child = spawn(&env.binary, &env.site_root, dir, port, &extra)?;
         let mut server = ServerProcess {
             base: format!("http://127.0.0.1:{port}"),

@@ -45,7 +45,8 @@ impl PgStore {
     /// instance's own when `include_own` (at start: they are an earlier process's).
     pub async fn leftover_runs(&self, include_own: bool) -> Result<Vec<LeftoverRun>> {
         let runs = sqlx::query_as(
-            "SELECT run_id, trace_id, message_id, rfc3339_millis(started_at) AS started_at
+            "SELECT run_id, trace_id, message_id, rfc3339_millis(started_at) AS started_at,
+             (SELECT owner_id FROM conversations c WHERE c.id = t.conversation_id) AS owner_id
              FROM agent_traces t WHERE status = 'running' AND (
                  ($1 AND t.instance_id = $2)
                  OR (t.instance_id IS DISTINCT FROM $2 AND NOT EXISTS (

@@ -27,7 +27,7 @@ impl PgStore {
             .await
     }
 
-    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
+    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<bool> {
         self.writer
             .write(move |connection| Box::pin(finish_run_in(connection, owned)))
             .await
@@ -181,7 +181,7 @@ async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -
     Ok(())
 }
 
-async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<()> {
+async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<bool> {
     let message = &finished.message;
     let usage = message.usage;
     let closed = sqlx::query(
@@ -209,7 +209,7 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
     if closed.rows_affected() == 0 {
         // Already closed: another instance took this run for lost and ended it (see the lease).
         tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
-        return Ok(());
+        return Ok(false);
     }
     sqlx::query("SELECT pg_notify('glassbox_events', $1 || ' end')")
         .bind(&finished.trace_id)
@@ -226,7 +226,8 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<(
         .bind(&message.id)
         .execute(&mut *tx)
         .await?;
-    insert_model_turns(tx, &finished).await
+    insert_model_turns(tx, &finished).await?;
+    Ok(true)
 }
 
 /// A finished run's model turns; a retried end replaces what an earlier attempt wrote.

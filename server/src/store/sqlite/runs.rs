@@ -32,7 +32,7 @@ impl SqliteStore {
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the
     /// assistant message as the reducer built it. The checkpoint rows go in the same transaction.
-    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<()> {
+    pub async fn finish_run(&self, owned: OwnedFinish) -> Result<bool> {
         self.write(move |connection| finish_run_in(connection, owned))
             .await
     }
@@ -174,7 +174,7 @@ fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()>
     Ok(())
 }
 
-fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
+fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<bool> {
     let message = &finished.message;
     let usage = message.usage;
     let closed = tx
@@ -203,7 +203,7 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
         // Already closed: a trace ends once, as on PostgreSQL (where another instance may have
         // ended it); its stored end stays.
         tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
-        return Ok(());
+        return Ok(false);
     }
     tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
         .execute(params![finished.trace_id])?;
@@ -225,7 +225,7 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<()> {
             turn.completed_at
         ])?;
     }
-    Ok(())
+    Ok(true)
 }
 
 fn update_message(tx: &Connection, message: &Message) -> Result<()> {

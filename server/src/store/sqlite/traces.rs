@@ -109,7 +109,9 @@ impl SqliteStore {
     /// The traces still marked `running`.
     pub async fn leftover_runs(&self) -> Result<Vec<LeftoverRun>> {
         let runs = sqlx::query_as(
-            "SELECT run_id, trace_id, message_id, started_at FROM agent_traces WHERE status = 'running'",
+            "SELECT run_id, trace_id, message_id, started_at,
+             (SELECT owner_id FROM conversations c WHERE c.id = conversation_id) AS owner_id
+             FROM agent_traces WHERE status = 'running'",
         )
         .fetch_all(&self.pool)
         .await?;
