@@ -894,3 +894,29 @@ async fn after_a_stop_during_approval_the_next_run_cancels_the_interrupt_and_goe
         "{text}"
     );
 }
+
+#[tokio::test]
+async fn a_stopped_request_is_in_the_trace() {
+    let dir = test_dir();
+    let agent = PythonAgent::start("pydantic_agent.py", &dir);
+    let server = server_with_agents(&[("pyd", &agent.url, 30)]).await;
+    let mut stream = server.chat_stream("agent/pyd", "sleep for a while").await;
+    let events = stream
+        .until(|event| matches!(&event.kind, EventKind::ToolCallUpdate { args: Some(_), .. }))
+        .await;
+    let run_id = events[0].run_id.clone();
+    server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    let rest = stream.collect().await;
+    let trace_id = message_of(&rest).trace_id.expect("a trace");
+    let turns = server
+        .get_json(&format!("/api/traces/{trace_id}/model-turns"))
+        .await
+        .1;
+    let text = turns.to_string();
+    assert!(
+        text.contains("sleep for a while") && text.contains("stopped"),
+        "{text}"
+    );
+}

@@ -109,22 +109,42 @@ impl AgUiAgent {
         input: &RunAgentInput,
         mapper: &mut Mapper,
     ) -> Result<StreamEnd, Failure> {
-        let started_at = crate::stamps::now_rfc3339();
-        let after_seq = context.run.event_count();
+        let mut record = TurnRecord {
+            context,
+            turn: Some(ModelTurn {
+                model: self.model_id.clone(),
+                format: ProviderKind::AgUi,
+                after_seq: context.run.event_count(),
+                request: super::model_loop::request_record(
+                    serde_json::to_value(input).unwrap_or(Value::Null),
+                ),
+                response: json!({"events": [], "stopped": "The run was stopped before the agent ended this request."}),
+                started_at: crate::stamps::now_rfc3339(),
+                completed_at: String::new(),
+            }),
+        };
         mapper.begin_request();
         let end = stream::request(&self.client, &self.config, input, mapper, context).await;
-        let request =
-            super::model_loop::request_record(serde_json::to_value(input).unwrap_or(Value::Null));
-        context.record_model_turn(ModelTurn {
-            model: self.model_id.clone(),
-            format: ProviderKind::AgUi,
-            after_seq,
-            request,
-            response: mapper.take_record(end.as_ref().err()),
-            started_at,
-            completed_at: crate::stamps::now_rfc3339(),
-        });
+        if let Some(turn) = record.turn.as_mut() {
+            turn.response = mapper.take_record(end.as_ref().err());
+        }
         end
+    }
+}
+
+/// A request's record, kept in the trace when the request ends, or when Stop drops it midway
+/// (then with what went out, and that it was stopped).
+struct TurnRecord<'a> {
+    context: &'a RunContext,
+    turn: Option<ModelTurn>,
+}
+
+impl Drop for TurnRecord<'_> {
+    fn drop(&mut self) {
+        if let Some(mut turn) = self.turn.take() {
+            turn.completed_at = crate::stamps::now_rfc3339();
+            self.context.record_model_turn(turn);
+        }
     }
 }
 
