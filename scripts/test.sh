@@ -21,6 +21,7 @@ ensure_build_tools
 ensure_rust_components
 ensure_browser_tools
 ensure_mcp_servers
+ensure_ai_sdk_client
 ensure_postgres
 
 # A test run builds once: incremental state (7 GB on a fresh clone) only costs disk here.

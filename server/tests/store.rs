@@ -30,6 +30,7 @@ fn new_run(owner: &str, conversation_id: Option<&str>, content: &str, tag: &str)
     NewRun {
         owner_id: owner.to_owned(),
         conversation_id: conversation_id.map(str::to_owned),
+        new_conversation_id: None,
         content: content.to_owned(),
         model: None,
         default_model: "demo".to_owned(),

@@ -3,6 +3,7 @@
 //! health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
 //! [`crate::reads`] read, and map errors through [`crate::error::Error`].
 
+mod ai_sdk;
 mod body;
 mod chat;
 mod extract;
@@ -56,6 +57,7 @@ pub fn router(state: AppState) -> Router {
     let options = state.leptos_options.clone();
     let api = Router::new()
         .merge(chat::router())
+        .merge(ai_sdk::router())
         .merge(read::router())
         .merge(shares::router())
         .merge(health::router())

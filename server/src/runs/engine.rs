@@ -31,6 +31,10 @@ pub struct ChatRequest {
     pub content: String,
     #[serde(default)]
     pub model: Option<String>,
+    /// The id a new conversation gets (when `conversation_id` is none); a random one if none.
+    /// Set by the server (the AI SDK's chat ids), never read from a body.
+    #[serde(skip)]
+    pub new_conversation_id: Option<String>,
 }
 
 /// What `POST /api/chat` answers with `Accept: application/json`.
@@ -151,6 +155,7 @@ impl Engine {
             .begin_run(NewRun {
                 owner_id: owner_id.to_owned(),
                 conversation_id: request.conversation_id.clone(),
+                new_conversation_id: request.new_conversation_id.clone(),
                 content: content.to_owned(),
                 model: request.model.clone(),
                 default_model: self.default_model.clone(),
@@ -178,6 +183,19 @@ impl Engine {
         let run = Run::new(ids, now, self.checkpointer.waker(), self.budget.clone());
         self.launch(&run, &reply, started.history, started.user_message, slot);
         Ok((run, reply))
+    }
+
+    /// The user's run going in a conversation of theirs, on this instance.
+    pub fn running_in(&self, owner_id: &str, conversation_id: &str) -> Option<Arc<Run>> {
+        self.runs()
+            .values()
+            .find(|run| {
+                run.conversation_id == conversation_id
+                    && run.owner_id == owner_id
+                    && !run.is_closed()
+                    && !run.published().finished
+            })
+            .cloned()
     }
 
     /// 409 when the user already has a run going in the conversation.

@@ -37,6 +37,8 @@ pub type StoredEvents = (Vec<(u64, Arc<str>)>, bool);
 pub struct NewRun {
     pub owner_id: String,
     pub conversation_id: Option<String>,
+    /// The id of the conversation to create when `conversation_id` is none (else a random one).
+    pub new_conversation_id: Option<String>,
     pub content: String,
     pub model: Option<String>,
     pub default_model: String,

@@ -108,6 +108,7 @@ async fn one_trace(
         .begin_run(NewRun {
             owner_id: "bench".into(),
             conversation_id: None,
+            new_conversation_id: None,
             content: "benchmark".into(),
             model: Some("scenario:bench".into()),
             default_model: "demo".into(),

@@ -45,7 +45,11 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
                 .model
                 .clone()
                 .unwrap_or_else(|| new.default_model.clone());
-            (uuid::Uuid::new_v4().to_string(), model, Vec::new())
+            let id = new
+                .new_conversation_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            (id, model, Vec::new())
         }
     };
     let user_message = Message::user(

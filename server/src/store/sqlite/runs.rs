@@ -103,7 +103,10 @@ fn new_conversation(tx: &Connection, new: &NewRun) -> Result<(String, String)> {
         .model
         .clone()
         .unwrap_or_else(|| new.default_model.clone());
-    let id = uuid::Uuid::new_v4().to_string();
+    let id = new
+        .new_conversation_id
+        .clone()
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     tx.prepare_cached("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")?
         .execute(params![
             id,

@@ -1,0 +1,165 @@
+//! The AI SDK UI message stream (`POST /api/ai-sdk/chat`, `GET /api/ai-sdk/chat/{id}/stream`)
+//! read by the real client: npm `ai` (pinned in tools/ai-sdk, installed by scripts/test.sh) runs
+//! tools/ai-sdk/check.mjs against a server started here, with a fake OpenAI-compatible model
+//! server for the model run. Accounts are checked here, with two users.
+
+mod common;
+
+use std::{path::PathBuf, process::Stdio, time::Duration};
+
+use axum::{
+    extract::Json,
+    response::{IntoResponse, Response},
+    routing::post,
+    Router,
+};
+use common::*;
+use serde_json::{json, Value};
+
+const KEY_VARIABLE: &str = "GLASSBOX_TEST_AI_SDK_KEY";
+
+/// The fake model: two calls (`grep_search` runs, `list_dir` asks), then one answer.
+async fn completions(Json(body): Json<Value>) -> Response {
+    let has_results = body["messages"]
+        .as_array()
+        .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool"));
+    let frames = if has_results {
+        vec![
+            json!({"choices": [{"index": 0, "delta": {"content": "Found "}}]}),
+            json!({"choices": [{"index": 0, "delta": {"content": "one TODO."}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 300, "completion_tokens": 5}}),
+        ]
+    } else {
+        vec![
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a", "type": "function", "function": {"name": "grep_search", "arguments": "{\"query\": \"TODO\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 1, "id": "call_b", "type": "function", "function": {"name": "list_dir", "arguments": "{\"path\": \".\"}"}}]}}]}),
+            json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}),
+            json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20}}),
+        ]
+    };
+    let mut text: String = frames
+        .iter()
+        .map(|frame| format!("data: {frame}\n\n"))
+        .collect();
+    text.push_str("data: [DONE]\n\n");
+    ([("content-type", "text/event-stream")], text).into_response()
+}
+
+async fn start_fake() -> String {
+    let router = Router::new().route("/v1/chat/completions", post(completions));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind fake");
+    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    base
+}
+
+/// A server with the fake model `fake/tools`, and a slow scenario; `list_dir` asks for approval
+/// when `ask` (the demo agent lists the workspace too).
+async fn start(ask: bool) -> TestServer {
+    std::env::set_var(KEY_VARIABLE, "sk-test-ai-sdk-0123456789");
+    let base = start_fake().await;
+    let dir = test_dir();
+    let providers = dir.path().join("providers.json");
+    let file = json!({
+        "providers": [{"name": "fake", "kind": "openai_chat", "base_url": base,
+                       "api_key_env": KEY_VARIABLE, "models": ["tools"]}],
+        "approval": {"tools": {"list_dir": if ask { "ask" } else { "auto" }}},
+    });
+    std::fs::write(&providers, file.to_string()).expect("write providers");
+    let server =
+        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
+    server.scenario(
+        "slow",
+        json!({"delta_chars": 4, "delta_interval_ms": 40, "steps": [
+            {"text": "one two three four five six seven eight nine ten eleven twelve"}
+        ]}),
+    );
+    server
+}
+
+fn client_dir() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/ai-sdk");
+    assert!(
+        dir.join("node_modules/ai/package.json").exists(),
+        "{}/node_modules is missing: run `npm ci` in tools/ai-sdk (scripts/test.sh does)",
+        dir.display()
+    );
+    dir
+}
+
+/// Runs one case of check.mjs against `server`; its summary line.
+async fn check(server: &TestServer, case: &str) -> Value {
+    let run = tokio::process::Command::new("node")
+        .arg("check.mjs")
+        .arg(case)
+        .arg(&server.base)
+        .current_dir(client_dir())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("check.mjs finished within 60 s")
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "check.mjs {case} failed:\n{}\n{stdout}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).expect("a JSON summary")
+}
+
+#[tokio::test]
+async fn a_demo_run_reads_into_a_ui_message() {
+    let server = start(false).await;
+    let summary = check(&server, "demo").await;
+    // The chat's conversation is the user's own, with both questions and answers.
+    let id = summary["conversation_id"]
+        .as_str()
+        .expect("conversation id");
+    let (status, conversation) = server.get_json(&format!("/api/conversations/{id}")).await;
+    assert_eq!(status, 200, "{conversation}");
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(4));
+}
+
+#[tokio::test]
+async fn a_model_run_with_tools_pauses_for_approval_and_continues() {
+    let server = start(true).await;
+    let summary = check(&server, "model").await;
+    let trace = server
+        .inspector(summary["trace_id"].as_str().expect("trace id"))
+        .await;
+    // The answer reached the run as the approval endpoint's does: recorded, with its reason.
+    let listed = trace
+        .as_array()
+        .and_then(|steps| steps.iter().find(|step| step["tool_name"] == "list_dir"))
+        .expect("the list_dir call in the trace");
+    assert_eq!(listed["approval"]["decision"], "approve", "{listed}");
+    assert_eq!(listed["approval"]["reason"], "fine");
+    assert_eq!(listed["status"], "success");
+}
+
+#[tokio::test]
+async fn the_sdk_chat_answers_an_approval_with_add_tool_approval_response() {
+    let server = start(true).await;
+    check(&server, "chat").await;
+}
+
+#[tokio::test]
+async fn a_dropped_response_resumes_from_the_start_without_duplicates() {
+    let server = start(true).await;
+    check(&server, "resume").await;
+}
+
+#[tokio::test]
+async fn bad_requests_get_json_errors() {
+    let server = start(true).await;
+    check(&server, "errors").await;
+}
