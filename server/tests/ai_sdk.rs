@@ -163,3 +163,143 @@ async fn bad_requests_get_json_errors() {
     let server = start(true).await;
     check(&server, "errors").await;
 }
+
+/// Signs `name` in on the binary at `base`; their session cookie (`name=value`).
+async fn sign_in(base: &str, name: &str) -> String {
+    let response = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .expect("client")
+        .post(format!("{base}/auth/login"))
+        .form(&[("name", name), ("password", &format!("{name}-password"))])
+        .send()
+        .await
+        .expect("sign in");
+    let cookie = response
+        .headers()
+        .get(reqwest::header::SET_COOKIE)
+        .and_then(|value| value.to_str().ok())
+        .expect("a session cookie");
+    cookie.split(';').next().unwrap_or_default().to_owned()
+}
+
+/// A user of the binary at `base`, as the AI SDK's transport calls it.
+struct Caller {
+    base: String,
+    cookie: String,
+    client: reqwest::Client,
+}
+
+impl Caller {
+    async fn chat(&self, body: Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}/api/ai-sdk/chat", self.base))
+            .header(reqwest::header::COOKIE, &self.cookie)
+            .json(&body)
+            .send()
+            .await
+            .expect("POST /api/ai-sdk/chat")
+    }
+
+    async fn get(&self, path: &str) -> (u16, Value) {
+        let response = self
+            .client
+            .get(format!("{}{path}", self.base))
+            .header(reqwest::header::COOKIE, &self.cookie)
+            .send()
+            .await
+            .expect("GET");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    async fn resume(&self, chat_id: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}/api/ai-sdk/chat/{chat_id}/stream", self.base))
+            .header(reqwest::header::COOKIE, &self.cookie)
+            .send()
+            .await
+            .expect("GET .../stream")
+    }
+}
+
+/// Every chunk of a whole response (`[DONE]` left out).
+async fn chunks(response: reqwest::Response) -> Vec<Value> {
+    assert_eq!(response.status(), 200);
+    let text = response.text().await.expect("body");
+    assert!(text.ends_with("data: [DONE]\n\n"), "{text}");
+    text.split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .filter(|data| *data != "[DONE]")
+        .map(|data| serde_json::from_str(data).expect("a JSON chunk"))
+        .collect()
+}
+
+fn run_data(chunks: &[Value]) -> &Value {
+    &chunks
+        .iter()
+        .find(|chunk| chunk["type"] == "data-glassbox-run")
+        .expect("the run's part")["data"]
+}
+
+fn user_says(text: &str) -> Value {
+    json!({"id": "m1", "role": "user", "parts": [{"type": "text", "text": text}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chat_id_is_its_users_own() {
+    let dir = test_dir();
+    std::fs::write(
+        dir.path().join("scenarios/slow.json"),
+        json!({"delta_chars": 2, "delta_interval_ms": 50, "steps": [{"text": "a slow answer that takes a while"}]})
+            .to_string(),
+    )
+    .expect("scenario");
+    for name in ["alice", "bob"] {
+        let added = add_user(&dir, name, &format!("{name}-password"));
+        assert!(added.status.success(), "{added:?}");
+    }
+    let server = launch(&dir, &["--auth", "password"]).await;
+    let caller = |cookie: String| Caller {
+        base: server.base.clone(),
+        cookie,
+        client: reqwest::Client::new(),
+    };
+    let alice = caller(sign_in(&server.base, "alice").await);
+    let bob = caller(sign_in(&server.base, "bob").await);
+    let anonymous = caller(String::new());
+
+    let started = alice
+        .chat(json!({"id": "shared", "messages": [user_says("hi")], "model": "scenario:slow"}))
+        .await;
+    assert_eq!(started.status(), 200);
+    // While Alice's answer runs: hers to resume, nobody else's.
+    assert_eq!(bob.resume("shared").await.status(), 204);
+    assert_eq!(anonymous.resume("shared").await.status(), 401);
+    let mine = chunks(alice.resume("shared").await).await;
+    let alices = run_data(&mine)["conversation_id"]
+        .as_str()
+        .expect("conversation")
+        .to_owned();
+    assert_eq!(bob.resume(&alices).await.status(), 204);
+    // Bob's answer to an approval in that chat: he has no such chat.
+    let answer = json!({"id": "shared", "messages": [user_says("hi"), {"id": "a", "role": "assistant", "parts": [
+        {"type": "dynamic-tool", "toolName": "list_dir", "toolCallId": "call_1", "state": "approval-responded",
+         "input": {}, "approval": {"id": "call_1", "approved": true}}]}]});
+    assert_eq!(bob.chat(answer).await.status(), 404);
+    // The same chat id, or Alice's conversation id as a chat id: Bob's own conversation.
+    for id in ["shared", alices.as_str()] {
+        let body = json!({"id": id, "messages": [user_says("mine")], "model": "scenario:slow"});
+        let his = chunks(bob.chat(body).await).await;
+        assert_ne!(run_data(&his)["conversation_id"], alices.as_str());
+    }
+    chunks(started).await;
+    // Alice's conversation holds her question and answer only.
+    let (status, conversation) = alice.get(&format!("/api/conversations/{alices}")).await;
+    assert_eq!(status, 200, "{conversation}");
+    assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(2));
+    assert_eq!(
+        bob.get(&format!("/api/conversations/{alices}")).await.0,
+        404
+    );
+}
