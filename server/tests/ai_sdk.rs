@@ -74,6 +74,19 @@ async fn start(ask: bool) -> TestServer {
     let server =
         TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
     server.scenario(
+        "long",
+        json!({"delta_chars": 2, "delta_interval_ms": 50, "steps": [
+            {"text": "an answer long enough to be stopped before it ends, at about fifty deltas"}
+        ]}),
+    );
+    server.scenario(
+        "fails",
+        json!({"delta_interval_ms": 1, "steps": [
+            {"text": "Partial answer"},
+            {"error": {"code": "provider_error", "message": "The model failed."}}
+        ]}),
+    );
+    server.scenario(
         "slow",
         json!({"delta_chars": 4, "delta_interval_ms": 40, "steps": [
             {"text": "one two three four five six seven eight nine ten eleven twelve"}
@@ -156,6 +169,18 @@ async fn the_sdk_chat_answers_an_approval_with_add_tool_approval_response() {
 async fn a_dropped_response_resumes_from_the_start_without_duplicates() {
     let server = start(true).await;
     check(&server, "resume").await;
+}
+
+#[tokio::test]
+async fn stop_is_the_cancel_endpoint_and_the_stream_ends_with_abort() {
+    let server = start(true).await;
+    check(&server, "stop").await;
+}
+
+#[tokio::test]
+async fn a_failed_run_ends_with_an_error_chunk_then_finish() {
+    let server = start(true).await;
+    check(&server, "failed").await;
 }
 
 #[tokio::test]

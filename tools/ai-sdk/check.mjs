@@ -30,13 +30,13 @@ async function post(chatId, messages, extra = {}) {
 }
 
 /// The response's UI messages as readUIMessageStream yields them (the last is the whole one), the
-/// chunks, and the raw text.
-async function read(response, message) {
-  assert.equal(response.status, 200, `status ${response.status}: ${await response.clone().text()}`);
+/// chunks, and the raw text. `chunks` may be given to watch them arrive; `errors` collects error
+/// chunks (else one fails the read).
+async function read(response, message, chunks = [], errors = null) {
+  if (response.status !== 200) assert.fail(`status ${response.status}: ${await response.text()}`);
   assert.equal(response.headers.get("x-vercel-ai-ui-message-stream"), "v1");
   assert.match(response.headers.get("content-type"), /^text\/event-stream/);
   const [forParse, forRaw] = response.body.tee();
-  const chunks = [];
   const parsed = parseJsonEventStream({ stream: forParse, schema: uiMessageChunkSchema }).pipeThrough(
     new TransformStream({
       transform(result, controller) {
@@ -49,9 +49,10 @@ async function read(response, message) {
   const rawText = new Response(forRaw).text();
   let last;
   const onError = (error) => {
-    throw error;
+    if (!errors) throw error;
+    errors.push(error.message);
   };
-  for await (const snapshot of readUIMessageStream({ stream: parsed, message, onError, terminateOnError: true })) {
+  for await (const snapshot of readUIMessageStream({ stream: parsed, message, onError, terminateOnError: !errors })) {
     last = snapshot;
   }
   return { message: structuredClone(last), chunks, raw: await rawText };
@@ -194,6 +195,43 @@ const cases = {
     const transport = new DefaultChatTransport({ api });
     assert.equal(await transport.reconnectToStream({ chatId }), null);
     return { resumed_chunks: raw.split("\n\n").length };
+  },
+
+  async stop() {
+    const response = await post(newId(), [userMessage("take your time")], { model: "scenario:long" });
+    const chunks = [];
+    const reading = read(response, undefined, chunks);
+    await until(() => chunks.some((chunk) => chunk.type === "text-delta"));
+    const runId = chunks.find((chunk) => chunk.type === "data-glassbox-run").data.run_id;
+    const cancel = await fetch(`${base}/api/runs/${runId}/cancel`, { method: "POST" });
+    assert.equal(cancel.status, 200, `Stop is the cancel endpoint: ${await cancel.text()} after ${chunks.length} chunks`);
+    const { message, raw } = await reading;
+    const frames = raw.split("\n\n").filter((frame) => frame.startsWith("data: "));
+    assert.equal(frames.at(-1), "data: [DONE]");
+    const abort = JSON.parse(frames.at(-2).slice(6));
+    assert.equal(abort.type, "abort", "a stopped run ends with abort");
+    assert.equal(abort.reason, "Stopped by the user.");
+    assert.ok(!chunks.some((chunk) => chunk.type === "finish"), "no finish after abort");
+    assert.equal(message.parts[0].data.status, "cancelled");
+    assert.equal(message.parts[0].data.cancelled_by, "user");
+    assert.equal(partsOf(message, "text")[0].state, "done", "the open text was closed");
+    return { text: text(message) };
+  },
+
+  async failed() {
+    const errors = [];
+    const { message, raw } = await read(
+      await post(newId(), [userMessage("fail")], { model: "scenario:fails" }),
+      undefined,
+      [],
+      errors,
+    );
+    endsWith(raw, "error");
+    assert.deepEqual(errors, ["The model failed."]);
+    assert.equal(text(message), "Partial answer");
+    assert.equal(message.parts[0].data.status, "error");
+    assert.equal(message.parts[0].data.error_code, "provider_error");
+    return { errors };
   },
 
   async errors() {

@@ -59,6 +59,7 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
                 server.base.clone(),
                 window.clone(),
                 opening.clone(),
+                crate::client::StreamFormat::Glassbox,
             ))
         })
         .collect();

@@ -44,6 +44,9 @@ enum Command {
         /// Length of the measured window.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+        /// The stream the clients read: Glassbox's events or the AI SDK's UI message stream.
+        #[arg(long, value_enum, default_value = "glassbox")]
+        format: client::StreamFormat,
     },
     /// New runs started in a burst: time to the first event, then per-event latency.
     Burst {
@@ -162,9 +165,10 @@ fn main() -> std::process::ExitCode {
                 streams,
                 rate,
                 seconds,
+                format,
             } => {
                 for count in streams {
-                    streams::run(&env, count, rate, seconds).await?;
+                    streams::run(&env, count, rate, seconds, format).await?;
                 }
                 Ok(())
             }

@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::sync::Semaphore;
 
 use crate::{
-    client::{clock_stamp, event_type, unix_micros, RunStream},
+    client::{clock_stamp, event_type, unix_micros, RunStream, StreamFormat},
     server::{process_usage, ServerProcess, Usage},
     Env,
 };
@@ -72,7 +72,8 @@ impl Window {
         }
         for event in events {
             *count += 1;
-            if event_type(event) != Some("text_delta") {
+            // Glassbox's `text_delta`, or the AI SDK's `text-delta` chunk.
+            if !matches!(event_type(event), Some("text_delta" | "text-delta")) {
                 continue;
             }
             if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
@@ -113,10 +114,12 @@ pub async fn follow(
     base: String,
     window: Arc<Window>,
     opening: Arc<Semaphore>,
+    format: StreamFormat,
 ) -> StreamResult {
     let mut result = StreamResult::default();
     let mut permit = opening.acquire_owned().await.ok();
-    let mut stream = match RunStream::start(&client, &base, &format!("scenario:{SCENARIO}")).await {
+    let model = format!("scenario:{SCENARIO}");
+    let mut stream = match RunStream::start_as(&client, &base, &model, format).await {
         Ok(stream) => stream,
         Err(error) => {
             result.error = Some(error);
@@ -151,13 +154,19 @@ pub fn client() -> Result<reqwest::Client, String> {
         .map_err(|error| error.to_string())
 }
 
-pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(), String> {
+pub async fn run(
+    env: &Env,
+    streams: usize,
+    rate: u32,
+    seconds: u64,
+    format: StreamFormat,
+) -> Result<(), String> {
     let server = ServerProcess::start(env, &[(SCENARIO, scenario(rate))])?;
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
     let ramp_started = std::time::Instant::now();
-    let tasks = open_all(&client, &server.base, &window, streams).await?;
+    let tasks = open_all(&client, &server.base, &window, streams, format).await?;
     let ramp = ramp_started.elapsed();
     // Let the ramp's backlog drain before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -176,7 +185,7 @@ pub async fn run(env: &Env, streams: usize, rate: u32, seconds: u64) -> Result<(
     let (mut latencies, events, errors) = gather(tasks).await;
     drop(server);
     println!(
-        "streams: {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        "streams ({format:?}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
         ramp.as_secs_f64()
     );
     let measured = Measured {
@@ -207,6 +216,7 @@ async fn open_all(
     base: &str,
     window: &Arc<Window>,
     streams: usize,
+    format: StreamFormat,
 ) -> Result<Vec<tokio::task::JoinHandle<StreamResult>>, String> {
     let opening = Arc::new(Semaphore::new(200));
     let tasks: Vec<_> = (0..streams)
@@ -216,6 +226,7 @@ async fn open_all(
                 base.to_owned(),
                 window.clone(),
                 opening.clone(),
+                format,
             ))
         })
         .collect();
@@ -291,6 +302,10 @@ impl Measured {
             max as f64 / 1000.0
         );
         println!("server CPU: {server_cpu:.2} cores; load generator CPU: {client_cpu:.2} cores");
+        println!(
+            "server CPU per event: {:.1} µs",
+            server_cpu * 1e6 / (self.events as f64 / self.elapsed).max(1.0)
+        );
         println!(
             "server RSS: idle {:.1} MiB, window start {:.1} MiB, peak {:.1} MiB, end {:.1} MiB",
             mib(self.baseline.rss_bytes),
