@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, burst (beside the Node.js reference), cancel, resume, crash, storage, instances, micro,
+# (streams, burst (beside the Node.js reference), ai-sdk, cancel, resume, crash, storage, instances, micro,
 # browser, bundle, floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -46,6 +46,11 @@ if run burst; then
   for _ in 1 2 3; do reference burst --runs 1000 --over 1; done
   for _ in 1 2 3; do reference burst --runs 3000 --over 3; done
   reference streams --streams 1000,3000 --rate 50 --seconds 10
+fi
+if run ai-sdk; then
+  log "the AI SDK UI message stream beside Glassbox's own SSE: 1,000 runs at 50 events/s, read either way"
+  loadgen streams --streams 1000 --rate 50 --seconds 10
+  loadgen streams --streams 1000 --rate 50 --seconds 10 --format ai-sdk
 fi
 if run cancel; then
   log "cancel latency, idle and beside 1,000 streaming runs"

@@ -59,6 +59,7 @@ step "load generator smoke run (bench)"
 cargo build -p app -p server -p bench --bins --tests --locked
 loadgen() { target/debug/loadgen --binary "$GLASSBOX_BIN" "$@"; }
 loadgen streams --streams 20 --rate 20 --seconds 1
+loadgen streams --streams 20 --rate 20 --seconds 1 --format ai-sdk
 loadgen burst --runs 50 --over 0.5 --deltas 20
 loadgen cancel --trials 3
 loadgen resume --events 500 --repeat 2
