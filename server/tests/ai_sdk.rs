@@ -61,6 +61,12 @@ async fn start_fake() -> String {
 /// A server with the fake model `fake/tools`, and a slow scenario; `list_dir` asks for approval
 /// when `ask` (the demo agent lists the workspace too).
 async fn start(ask: bool) -> TestServer {
+    let (dir, providers) = site(ask).await;
+    TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await
+}
+
+/// The test folder (with the scenarios) and its providers file, for [`start`].
+async fn site(ask: bool) -> (std::sync::Arc<tempfile::TempDir>, PathBuf) {
     std::env::set_var(KEY_VARIABLE, "sk-test-ai-sdk-0123456789");
     let base = start_fake().await;
     let dir = test_dir();
@@ -71,28 +77,29 @@ async fn start(ask: bool) -> TestServer {
         "approval": {"tools": {"list_dir": if ask { "ask" } else { "auto" }}},
     });
     std::fs::write(&providers, file.to_string()).expect("write providers");
-    let server =
-        TestServer::start_with(dir, |config| config.providers_file = Some(providers)).await;
-    server.scenario(
+    write_scenario(
+        &dir,
         "long",
         json!({"delta_chars": 2, "delta_interval_ms": 50, "steps": [
             {"text": "an answer long enough to be stopped before it ends, at about fifty deltas"}
         ]}),
     );
-    server.scenario(
+    write_scenario(
+        &dir,
         "fails",
         json!({"delta_interval_ms": 1, "steps": [
             {"text": "Partial answer"},
             {"error": {"code": "provider_error", "message": "The model failed."}}
         ]}),
     );
-    server.scenario(
+    write_scenario(
+        &dir,
         "slow",
         json!({"delta_chars": 4, "delta_interval_ms": 40, "steps": [
             {"text": "one two three four five six seven eight nine ten eleven twelve"}
         ]}),
     );
-    server
+    (dir, providers)
 }
 
 fn client_dir() -> PathBuf {
@@ -107,10 +114,15 @@ fn client_dir() -> PathBuf {
 
 /// Runs one case of check.mjs against `server`; its summary line.
 async fn check(server: &TestServer, case: &str) -> Value {
+    check_at(&[&server.base], case).await
+}
+
+/// Runs one case of check.mjs against the servers at `bases`.
+async fn check_at(bases: &[&str], case: &str) -> Value {
     let run = tokio::process::Command::new("node")
         .arg("check.mjs")
         .arg(case)
-        .arg(&server.base)
+        .args(bases)
         .current_dir(client_dir())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -181,6 +193,27 @@ async fn stop_is_the_cancel_endpoint_and_the_stream_ends_with_abort() {
 async fn a_failed_run_ends_with_an_error_chunk_then_finish() {
     let server = start(true).await;
     check(&server, "failed").await;
+}
+
+/// Two instances on one PostgreSQL database: a run started on A is resumed, answered and
+/// continued through B (B reads it from the database, A carries out the answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "several instances need PostgreSQL: GLASSBOX_TEST_STORE=postgres ... --include-ignored"]
+async fn a_run_of_another_instance_resumes_and_takes_its_answer() {
+    if postgres_only("two instances share one database") {
+        return;
+    }
+    let (dir, providers) = site(true).await;
+    let on = |name: &'static str| {
+        let providers = providers.clone();
+        move |config: &mut glassbox::config::Config| {
+            config.providers_file = Some(providers);
+            config.instance_id = Some(name.to_owned());
+        }
+    };
+    let a = TestServer::start_with(dir.clone(), on("instance-a")).await;
+    let b = TestServer::start_with(dir, on("instance-b")).await;
+    check_at(&[&a.base, &b.base], "instances").await;
 }
 
 #[tokio::test]

@@ -14,7 +14,7 @@ import {
 } from "ai";
 import assert from "node:assert/strict";
 
-const [, , which, base] = process.argv;
+const [, , which, base, otherBase] = process.argv;
 const api = `${base}/api/ai-sdk/chat`;
 let sequence = 0;
 const newId = () => `chat-${process.pid}-${Date.now()}-${++sequence}`;
@@ -195,6 +195,37 @@ const cases = {
     const transport = new DefaultChatTransport({ api });
     assert.equal(await transport.reconnectToStream({ chatId }), null);
     return { resumed_chunks: raw.split("\n\n").length };
+  },
+
+  async instances() {
+    // Started on A; B has it only through the database.
+    const chatId = newId();
+    const question = userMessage("Find the TODO");
+    const first = await read(await post(chatId, [question], { model: "fake/tools" }));
+    endsWith(first.raw, "tool-calls");
+    const otherApi = `${otherBase}/api/ai-sdk/chat`;
+    const replay = await read(await fetch(`${otherApi}/${encodeURIComponent(chatId)}/stream`));
+    endsWith(replay.raw, "tool-calls");
+    assert.deepEqual(
+      replay.message.parts.map((part) => [part.type, part.state]),
+      first.message.parts.map((part) => [part.type, part.state]),
+      "B replays what A streamed, to the same pause",
+    );
+    const answered = structuredClone(first.message);
+    const part = tool(answered, "list_dir");
+    part.state = "approval-responded";
+    part.approval = { ...part.approval, approved: true };
+    const response = await fetch(otherApi, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: chatId, messages: [question, answered], trigger: "submit-message" }),
+    });
+    const next = await read(response, structuredClone(answered));
+    endsWith(next.raw, "stop");
+    assert.equal(tool(next.message, "list_dir").state, "output-available");
+    assert.equal(text(next.message), "Found one TODO.");
+    noDuplicates(next.message);
+    return { parts: next.message.parts.map((part) => part.type) };
   },
 
   async stop() {

@@ -27,17 +27,19 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use futures::{stream, Stream, StreamExt};
+use futures::{stream, stream::BoxStream, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use super::{extract::ApiJson, sse, AppState, CurrentUser};
 use crate::{
+    bus::Bus,
     error::{Error, Result},
     formats::ai_sdk::{UiMessageStream, DONE, STREAM_HEADER},
     runs::{ChatRequest, Run},
     sink::ApprovalAnswer,
+    store::PgStore,
 };
 use app::protocol::{ApprovalDecision, Event, EventKind, ResolvedBy};
 
@@ -116,7 +118,7 @@ async fn start(
         .collect::<Vec<_>>()
         .join("\n");
     let (conversation_id, new_conversation_id) = match conversation {
-        Conversation::Existing(id) => (Some(id), None),
+        Conversation::Existing { id, .. } => (Some(id), None),
         Conversation::New(id) => (None, Some(id)),
     };
     let request = ChatRequest {
@@ -126,7 +128,7 @@ async fn start(
         new_conversation_id,
     };
     let (run, _) = state.engine.start(user.id(), request).await?;
-    Ok(response(run, None))
+    Ok(response(Source::Local(run), None))
 }
 
 /// Answers the approval requests the message answers, then continues the run's message.
@@ -142,18 +144,17 @@ async fn answer(
             "the last message is the assistant's and answers no approval request; send the user's message".into(),
         ));
     }
-    let Conversation::Existing(conversation_id) = conversation else {
+    if matches!(conversation, Conversation::New(_)) {
         return Err(Error::NotFound("conversation"));
-    };
-    let run = state
-        .engine
-        .running_in(user.id(), &conversation_id)
+    }
+    let source = running(state, user.id(), &conversation)
+        .await?
         .ok_or_else(|| Error::Conflict("no run of this chat is waiting for an answer".into()))?;
     let mut answered = HashSet::new();
     for (call_id, answer) in answers {
         match state
             .engine
-            .answer_approval(user.id(), &run.run_id, &call_id, answer)
+            .answer_approval(user.id(), source.run_id(), &call_id, answer)
             .await
         {
             // Answered before (a repeated request), or the run ended meanwhile: the stream
@@ -163,7 +164,8 @@ async fn answer(
         }
         answered.insert(call_id);
     }
-    Ok(response(run.clone(), Some(continuation(&run, &answered))))
+    let logged = source.logged().await?;
+    Ok(response(source, Some(continuation(logged, &answered))))
 }
 
 /// The approval answers of a message's tool parts (`state: approval-responded`), by call id.
@@ -202,9 +204,11 @@ fn approval_answers(message: &UiMessage, user_name: &str) -> Vec<(String, Approv
 /// mapping there, and the seq the continuation streams after. The pauses are found by the
 /// mapping alone (an approval request without an answer in the log so far is still waiting):
 /// the response that paused saw the same log up to there.
-fn continuation(run: &Run, answered: &HashSet<String>) -> (UiMessageStream, u64) {
-    let events: Vec<(u64, Event)> = run
-        .events_between(0, run.published().last_seq, usize::MAX)
+fn continuation(
+    logged: Vec<(u64, Arc<str>)>,
+    answered: &HashSet<String>,
+) -> (UiMessageStream, u64) {
+    let events: Vec<(u64, Event)> = logged
         .into_iter()
         .filter_map(|(seq, json)| Some((seq, parse(&json)?)))
         .collect();
@@ -240,19 +244,107 @@ async fn resume(
     let Ok(chat_id) = checked_chat_id(&id) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let running = match conversation_of(&state, user.id(), chat_id).await? {
-        Conversation::Existing(id) => state.engine.running_in(user.id(), &id),
-        Conversation::New(_) => None,
-    };
-    Ok(match running {
-        Some(run) => response(run, None),
+    let conversation = conversation_of(&state, user.id(), chat_id).await?;
+    Ok(match running(&state, user.id(), &conversation).await? {
+        Some(source) => response(source, None),
         None => StatusCode::NO_CONTENT.into_response(),
     })
 }
 
+/// Where a chat's running answer is read: the run on this instance, or (PostgreSQL, several
+/// instances) another instance's run through the database, as `sse::remote` follows it.
+#[derive(Clone)]
+enum Source {
+    Local(Arc<Run>),
+    Remote {
+        store: PgStore,
+        bus: Arc<Bus>,
+        run_id: String,
+        trace_id: String,
+    },
+}
+
+impl Source {
+    fn run_id(&self) -> &str {
+        match self {
+            Source::Local(run) => &run.run_id,
+            Source::Remote { run_id, .. } => run_id,
+        }
+    }
+
+    /// The events after `after`, then live ones, to the terminal event.
+    fn events(&self, after: u64) -> BoxStream<'static, (u64, Arc<str>)> {
+        match self {
+            Source::Local(run) => sse::live(run.clone(), after).boxed(),
+            Source::Remote {
+                store,
+                bus,
+                trace_id,
+                ..
+            } => sse::remote(store.clone(), bus.clone(), trace_id.clone(), after).boxed(),
+        }
+    }
+
+    /// The events logged so far.
+    async fn logged(&self) -> Result<Vec<(u64, Arc<str>)>> {
+        Ok(match self {
+            Source::Local(run) => run.events_between(0, run.published().last_seq, usize::MAX),
+            Source::Remote {
+                store, trace_id, ..
+            } => store
+                .events_after(trace_id, 0)
+                .await?
+                .map(|(events, _)| events)
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Whether a call that asked for approval still waits for its answer. Another instance's
+    /// run is not asked: its answer shows in the log (a replay may pause at a request answered
+    /// since; answering it again continues the stream).
+    fn awaits_answer(&self, call_id: &str) -> bool {
+        match self {
+            Source::Local(run) => run.awaits_answer(call_id),
+            Source::Remote { .. } => true,
+        }
+    }
+}
+
+/// The user's run going in the conversation: here, else on another instance.
+async fn running(
+    state: &AppState,
+    owner_id: &str,
+    conversation: &Conversation,
+) -> Result<Option<Source>> {
+    let Conversation::Existing { id, active_run } = conversation else {
+        return Ok(None);
+    };
+    if let Some(run) = state.engine.running_in(owner_id, id) {
+        return Ok(Some(Source::Local(run)));
+    }
+    let (Some(run_id), Some(bus), Some(store)) =
+        (active_run, state.engine.bus(), state.store.postgres())
+    else {
+        return Ok(None);
+    };
+    let trace = state.store.trace_by_run(owner_id, run_id).await?;
+    Ok(trace
+        .filter(|trace| trace.status == app::protocol::TraceStatus::Running)
+        .map(|trace| Source::Remote {
+            store: store.clone(),
+            bus: bus.clone(),
+            run_id: run_id.clone(),
+            trace_id: trace.trace_id,
+        }))
+}
+
 /// Which conversation a chat id names for a user.
 enum Conversation {
-    Existing(String),
+    /// With the run going there (on any instance), if one is.
+    Existing {
+        id: String,
+        active_run: Option<String>,
+    },
     /// None yet: the first message creates it with this id.
     New(String),
 }
@@ -260,12 +352,16 @@ enum Conversation {
 /// The user's conversation of that id, else the one derived from the user and the chat id.
 async fn conversation_of(state: &AppState, owner_id: &str, chat_id: &str) -> Result<Conversation> {
     let store = state.engine.store();
-    if store.get_conversation(owner_id, chat_id).await?.is_some() {
-        return Ok(Conversation::Existing(chat_id.to_owned()));
+    let existing = |id: &str, found: app::models::Conversation| Conversation::Existing {
+        id: id.to_owned(),
+        active_run: found.active_run.map(|run| run.run_id),
+    };
+    if let Some(found) = store.get_conversation(owner_id, chat_id).await? {
+        return Ok(existing(chat_id, found));
     }
     let derived = chat_conversation_id(owner_id, chat_id);
     Ok(match store.get_conversation(owner_id, &derived).await? {
-        Some(_) => Conversation::Existing(derived),
+        Some(found) => existing(&derived, found),
         None => Conversation::New(derived),
     })
 }
@@ -303,8 +399,8 @@ fn parse(json: &str) -> Option<Event> {
 
 /// The run's message as a UI message stream: whole, or continued after a paused response
 /// (`after`: the mapping as that response left it, and the seq it had read).
-fn response(run: Arc<Run>, after: Option<(UiMessageStream, u64)>) -> Response {
-    let sse = Sse::new(frames(run, after))
+fn response(source: Source, after: Option<(UiMessageStream, u64)>) -> Response {
+    let sse = Sse::new(frames(source, after))
         .keep_alive(KeepAlive::new().interval(sse::HEARTBEAT).text("heartbeat"));
     let mut response = sse.into_response();
     let headers = response.headers_mut();
@@ -325,7 +421,7 @@ fn response(run: Arc<Run>, after: Option<(UiMessageStream, u64)>) -> Response {
 
 /// One response's reading of the run: the mapping, and whether the stream is done.
 struct Follow {
-    run: Arc<Run>,
+    source: Source,
     mapper: UiMessageStream,
     done: bool,
 }
@@ -338,9 +434,12 @@ impl Follow {
             return Vec::new();
         };
         let mut chunks = self.mapper.push(&event);
-        let run = &self.run;
+        let source = &self.source;
         if self.mapper.waits_for_people()
-            && self.mapper.open_calls().all(|call| run.awaits_answer(call))
+            && self
+                .mapper
+                .open_calls()
+                .all(|call| source.awaits_answer(call))
         {
             chunks.extend(self.mapper.pause());
             self.done = true;
@@ -355,7 +454,7 @@ impl Follow {
 }
 
 fn frames(
-    run: Arc<Run>,
+    source: Source,
     after: Option<(UiMessageStream, u64)>,
 ) -> impl Stream<Item = Result<SseEvent, Infallible>> {
     let (mapper, after, first) = match after {
@@ -365,27 +464,25 @@ fn frames(
         }
         None => (UiMessageStream::new(), 0, Vec::new()),
     };
+    let events = source.events(after);
     let follow = Follow {
-        run: run.clone(),
+        source,
         mapper,
         done: false,
     };
-    let rest = stream::unfold(
-        (follow, sse::live(run, after).boxed()),
-        |(mut follow, mut events)| async move {
-            if follow.done {
-                return None;
+    let rest = stream::unfold((follow, events), |(mut follow, mut events)| async move {
+        if follow.done {
+            return None;
+        }
+        let frames = match events.next().await {
+            Some((_, json)) => follow.chunks(&json),
+            None => {
+                follow.done = true;
+                vec![DONE.to_owned()]
             }
-            let frames = match events.next().await {
-                Some((_, json)) => follow.chunks(&json),
-                None => {
-                    follow.done = true;
-                    vec![DONE.to_owned()]
-                }
-            };
-            Some((frames, (follow, events)))
-        },
-    );
+        };
+        Some((frames, (follow, events)))
+    });
     stream::iter([first])
         .chain(rest)
         .flat_map(stream::iter)
