@@ -9,9 +9,10 @@
 //! content between), and the calls stay in the step of the turn that made them. An agent without
 //! model turns (the demo) gives one step.
 
-use std::collections::HashSet;
+use std::{borrow::Cow, collections::HashSet};
 
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 /// The last frame's data, after the terminal chunk.
@@ -49,6 +50,39 @@ impl UiMessageStream {
     /// Whether the terminal event has been mapped.
     pub fn is_ended(&self) -> bool {
         self.ended
+    }
+
+    /// The frame (chunk JSON) of a text or reasoning delta that continues the part already open,
+    /// from the event's JSON as the log holds it, without building the event: the common case,
+    /// once per event per reader. `None` for any other event: [`Self::push`] maps those.
+    pub fn push_delta(&mut self, json: &str) -> Option<String> {
+        if self.ended || self.turn_ended {
+            return None;
+        }
+        let delta: LoggedDelta = serde_json::from_str(json).ok()?;
+        match (delta.kind.as_ref(), delta.delta, delta.text_delta) {
+            ("text_delta", Some(text), None) if self.text.as_deref() == Some(&delta.segment_id) => {
+                let chunk = DeltaChunk {
+                    kind: "text-delta",
+                    id: &delta.segment_id,
+                    delta: &text,
+                };
+                serde_json::to_string(&chunk).ok()
+            }
+            ("reasoning_part_delta", None, Some(text)) => {
+                let id = reasoning_id(&delta.segment_id, delta.summary_index?);
+                if !self.reasoning.contains(&id) {
+                    return None;
+                }
+                let chunk = DeltaChunk {
+                    kind: "reasoning-delta",
+                    id: &id,
+                    delta: &text,
+                };
+                serde_json::to_string(&chunk).ok()
+            }
+            _ => None,
+        }
     }
 
     /// The chunks for one event (none for the events the stream has no part for).
@@ -409,6 +443,31 @@ impl UiMessageStream {
         }
         out.push(self.run_part());
     }
+}
+
+/// The fields of a delta event that its chunk needs, borrowed from the logged JSON. Other events
+/// lack `segment_id` and fail to parse as this (then they are parsed whole).
+#[derive(Deserialize)]
+struct LoggedDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow)]
+    segment_id: Cow<'a, str>,
+    #[serde(default, borrow)]
+    delta: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text_delta: Option<Cow<'a, str>>,
+    #[serde(default)]
+    summary_index: Option<u32>,
+}
+
+/// A `text-delta` or `reasoning-delta` chunk.
+#[derive(Serialize)]
+struct DeltaChunk<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    id: &'a str,
+    delta: &'a str,
 }
 
 /// A reasoning part's id: its segment and summary index, as the reducer keys them.

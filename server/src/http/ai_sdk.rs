@@ -430,6 +430,9 @@ impl Follow {
     /// The chunks of one event; when the run then waits only for answers to approval requests,
     /// the response pauses (ends).
     fn chunks(&mut self, json: &str) -> Vec<String> {
+        if let Some(frame) = self.mapper.push_delta(json) {
+            return vec![frame];
+        }
         let Some(event) = parse(json) else {
             return Vec::new();
         };

@@ -400,3 +400,42 @@ fn the_run_waits_for_people_once_every_call_in_flight_has_asked() {
     paused.pause();
     assert!(!paused.waits_for_people(), "a pause happens once");
 }
+
+#[test]
+fn a_delta_of_an_open_part_maps_the_same_from_its_json() {
+    let log = events(vec![
+        started(),
+        reasoning("start"),
+        reasoning("delta"),
+        text("t1", "Hello \"quoted\"\n"),
+        text("t1", "world"),
+        text("t2", "new"),
+    ]);
+    let mut whole = UiMessageStream::new();
+    let mut fast = UiMessageStream::new();
+    let mut short = 0;
+    for event in &log {
+        let expected: Vec<String> = whole.push(event).iter().map(Value::to_string).collect();
+        let json = serde_json::to_string(event).unwrap_or_default();
+        let got = match fast.push_delta(&json) {
+            Some(frame) => {
+                short += 1;
+                vec![frame]
+            }
+            None => fast.push(event).iter().map(Value::to_string).collect(),
+        };
+        let parsed = |frames: &[String]| -> Vec<Value> {
+            frames
+                .iter()
+                .map(|frame| serde_json::from_str(frame).unwrap_or_default())
+                .collect()
+        };
+        assert_eq!(parsed(&got), parsed(&expected), "{json}");
+    }
+    // The reasoning delta and the second delta of t1; not the first of each text.
+    assert_eq!(short, 2);
+    // Only the deltas of open parts take the short way.
+    let mut stream = UiMessageStream::new();
+    let first_text = serde_json::to_string(&log[3]).unwrap_or_default();
+    assert_eq!(stream.push_delta(&first_text), None);
+}
