@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs every benchmark in docs/benchmarks.md and prints its figures. It builds the release site and
 # the load generator first. It takes about 10 minutes; pass a benchmark's name to run only that one
-# (streams, burst (beside the Node.js reference), otlp, cancel, resume, crash, storage, instances,
-# micro, browser, bundle, floor).
+# (streams, burst (beside the Node.js reference), otlp, ai-sdk, agent, cancel, resume, crash, storage,
+# instances, micro, browser, bundle, floor).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/setup.sh
@@ -52,6 +52,18 @@ if run otlp; then
   for _ in 1 2 3; do
     loadgen burst --runs 1000 --over 10
     loadgen --otlp burst --runs 1000 --over 10
+  done
+fi
+if run ai-sdk; then
+  log "the AI SDK UI message stream beside Glassbox's own SSE: 1,000 runs at 50 events/s, read either way"
+  loadgen streams --streams 1000 --rate 50 --seconds 10
+  loadgen streams --streams 1000 --rate 50 --seconds 10 --format ai-sdk
+fi
+if run agent; then
+  log "an AG-UI agent's runs beside scenario runs: 1,000 runs at 50 events/s (the agent is loadgen ag-ui-agent)"
+  for _ in 1 2 3; do
+    loadgen streams --streams 1000 --rate 50 --seconds 10
+    loadgen streams --streams 1000 --rate 50 --seconds 10 --agent
   done
 fi
 if run cancel; then

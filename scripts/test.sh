@@ -22,6 +22,7 @@ ensure_rust_components
 ensure_browser_tools
 ensure_mcp_servers
 ensure_agent_venv
+ensure_ai_sdk_client
 ensure_postgres
 
 # A test run builds once: incremental state (7 GB on a fresh clone) only costs disk here.
@@ -59,6 +60,7 @@ step "load generator smoke run (bench)"
 cargo build -p app -p server -p bench --bins --tests --locked
 loadgen() { target/debug/loadgen --binary "$GLASSBOX_BIN" "$@"; }
 loadgen streams --streams 20 --rate 20 --seconds 1
+loadgen streams --streams 20 --rate 20 --seconds 1 --format ai-sdk
 loadgen burst --runs 50 --over 0.5 --deltas 20
 loadgen --otlp burst --runs 50 --over 0.5 --deltas 20
 loadgen cancel --trials 3

@@ -179,6 +179,13 @@ ensure_agent_venv() {
   export GLASSBOX_AGENT_PYTHON="$venv/bin/python"
 }
 
+# The AI SDK (npm `ai`, tools/ai-sdk) that server/tests/ai_sdk.rs drives as the real client of the
+# UI message stream.
+ensure_ai_sdk_client() {
+  ensure_node
+  npm_ci_in tools/ai-sdk
+}
+
 # Builds the server and the hydrate bundle. Release when wasm-opt is available, else debug.
 build_site() {
   ensure_wasm_opt

@@ -11,6 +11,7 @@ pub mod bus;
 pub mod config;
 pub mod error;
 pub mod exports;
+pub mod formats;
 pub mod http;
 pub mod otel;
 pub mod providers;

@@ -4,6 +4,7 @@
 //! [`crate::reads`] read, and map errors through [`crate::error::Error`].
 
 mod ag_ui;
+mod ai_sdk;
 mod body;
 mod chat;
 mod extract;
@@ -58,6 +59,7 @@ pub fn router(state: AppState) -> Router {
     let api = Router::new()
         .merge(chat::router())
         .merge(ag_ui::router())
+        .merge(ai_sdk::router())
         .merge(read::router())
         .merge(shares::router())
         .merge(health::router())

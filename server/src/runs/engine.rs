@@ -31,7 +31,8 @@ pub struct ChatRequest {
     pub content: String,
     #[serde(default)]
     pub model: Option<String>,
-    /// The id a new conversation gets (AG-UI's threadId); never read from a request body.
+    /// The id a new conversation gets (when `conversation_id` is none); a random one if none.
+    /// Set by the server (the AI SDK's chat ids), never read from a body.
     #[serde(skip)]
     pub new_conversation_id: Option<String>,
 }
@@ -205,6 +206,7 @@ impl Engine {
                 run.conversation_id == conversation_id
                     && run.owner_id == owner_id
                     && !run.is_closed()
+                    && !run.published().finished
             })
             .cloned()
     }

@@ -179,6 +179,11 @@ impl Run {
         receiver
     }
 
+    /// Whether a call has asked for approval and has no answer yet.
+    pub fn awaits_answer(&self, call_id: &str) -> bool {
+        matches!(self.approvals().calls.get(call_id), Some(Some(_)))
+    }
+
     /// Takes the first answer to a call's request: records `tool_approval_resolved`, then wakes
     /// the call. Later answers are refused.
     pub fn resolve_approval(

@@ -60,6 +60,7 @@ pub async fn run(env: &Env, trials: usize, background: usize) -> Result<(), Stri
                 format!("scenario:{}", streams::SCENARIO),
                 window.clone(),
                 opening.clone(),
+                crate::client::StreamFormat::Glassbox,
             ))
         })
         .collect();

@@ -7,6 +7,15 @@ use futures::{stream::BoxStream, StreamExt};
 use glassbox::providers::sse::SseDecoder;
 use serde_json::json;
 
+/// Which stream of a run the client reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum StreamFormat {
+    /// Glassbox's own events (`POST /api/chat`).
+    Glassbox,
+    /// The AI SDK's UI message stream (`POST /api/ai-sdk/chat`): one `text-delta` chunk per delta.
+    AiSdk,
+}
+
 pub struct RunStream {
     body: BoxStream<'static, reqwest::Result<Bytes>>,
     decoder: SseDecoder,
@@ -30,6 +39,30 @@ impl RunStream {
             .send()
             .await
             .map_err(|error| format!("POST /api/chat: {error}"))?;
+        Self::from_response(response).await
+    }
+
+    /// Starts a run with `model` and reads the stream of `format` from its start.
+    pub async fn start_as(
+        client: &reqwest::Client,
+        base: &str,
+        model: &str,
+        format: StreamFormat,
+    ) -> Result<Self, String> {
+        if format == StreamFormat::Glassbox {
+            return Self::start(client, base, model).await;
+        }
+        static CHATS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let chat = CHATS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let chat_id = format!("bench-{}-{chat}-{}", std::process::id(), unix_micros());
+        let message =
+            json!({"id": "m", "role": "user", "parts": [{"type": "text", "text": "benchmark"}]});
+        let response = client
+            .post(format!("{base}/api/ai-sdk/chat"))
+            .json(&json!({ "id": chat_id, "messages": [message], "trigger": "submit-message", "model": model }))
+            .send()
+            .await
+            .map_err(|error| format!("POST /api/ai-sdk/chat: {error}"))?;
         Self::from_response(response).await
     }
 

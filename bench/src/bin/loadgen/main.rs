@@ -50,6 +50,9 @@ enum Command {
         /// Length of the measured window.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
+        /// The stream the clients read: Glassbox's events or the AI SDK's UI message stream.
+        #[arg(long, value_enum, default_value = "glassbox")]
+        format: client::StreamFormat,
         /// The runs are an AG-UI agent's (`ag-ui-agent`, a process of its own) instead of a
         /// scenario's: the latency is then from the agent's write to the client's read.
         #[arg(long)]
@@ -219,9 +222,10 @@ async fn run_command(env: &Env, command: Command) -> Result<(), String> {
             rate,
             seconds,
             agent,
+            format,
         } => {
             for count in streams {
-                streams::run(env, count, rate, seconds, agent).await?;
+                streams::run(env, count, rate, seconds, agent, format).await?;
             }
             Ok(())
         }

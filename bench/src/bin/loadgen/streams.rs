@@ -15,7 +15,7 @@ use tokio::sync::Semaphore;
 
 use crate::{
     agent::AgentProcess,
-    client::{clock_stamp, event_type, unix_micros, RunStream},
+    client::{clock_stamp, event_type, unix_micros, RunStream, StreamFormat},
     server::{process_usage, ServerProcess, Usage},
     Env,
 };
@@ -73,7 +73,8 @@ impl Window {
         }
         for event in events {
             *count += 1;
-            if event_type(event) != Some("text_delta") {
+            // Glassbox's `text_delta`, or the AI SDK's `text-delta` chunk.
+            if !matches!(event_type(event), Some("text_delta" | "text-delta")) {
                 continue;
             }
             if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {
@@ -115,10 +116,11 @@ pub async fn follow(
     model: String,
     window: Arc<Window>,
     opening: Arc<Semaphore>,
+    format: StreamFormat,
 ) -> StreamResult {
     let mut result = StreamResult::default();
     let mut permit = opening.acquire_owned().await.ok();
-    let mut stream = match RunStream::start(&client, &base, &model).await {
+    let mut stream = match RunStream::start_as(&client, &base, &model, format).await {
         Ok(stream) => stream,
         Err(error) => {
             result.error = Some(error);
@@ -177,13 +179,14 @@ pub async fn run(
     rate: u32,
     seconds: u64,
     agent: bool,
+    format: StreamFormat,
 ) -> Result<(), String> {
     let (server, model, agent_process) = source(env, rate, agent)?;
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
     let ramp_started = std::time::Instant::now();
-    let tasks = open_all(&client, &server.base, &model, &window, streams).await?;
+    let tasks = open_all(&client, &server.base, &model, &window, streams, format).await?;
     let ramp = ramp_started.elapsed();
     // Let the ramp's backlog drain before measuring.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -203,7 +206,7 @@ pub async fn run(
     drop(server);
     drop(agent_process);
     println!(
-        "streams ({}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        "streams ({format:?}, {}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
         if agent { "an AG-UI agent's runs" } else { "scenario runs" },
         ramp.as_secs_f64()
     );
@@ -236,6 +239,7 @@ async fn open_all(
     model: &str,
     window: &Arc<Window>,
     streams: usize,
+    format: StreamFormat,
 ) -> Result<Vec<tokio::task::JoinHandle<StreamResult>>, String> {
     let opening = Arc::new(Semaphore::new(200));
     let tasks: Vec<_> = (0..streams)
@@ -246,6 +250,7 @@ async fn open_all(
                 model.to_owned(),
                 window.clone(),
                 opening.clone(),
+                format,
             ))
         })
         .collect();
@@ -321,6 +326,10 @@ impl Measured {
             max as f64 / 1000.0
         );
         println!("server CPU: {server_cpu:.2} cores; load generator CPU: {client_cpu:.2} cores");
+        println!(
+            "server CPU per event: {:.1} µs",
+            server_cpu * 1e6 / (self.events as f64 / self.elapsed).max(1.0)
+        );
         println!(
             "server RSS: idle {:.1} MiB, window start {:.1} MiB, peak {:.1} MiB, end {:.1} MiB",
             mib(self.baseline.rss_bytes),

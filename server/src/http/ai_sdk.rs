@@ -1,0 +1,493 @@
+//! The Vercel AI SDK's chat endpoints: what `useChat`'s `DefaultChatTransport` sends, answered
+//! with a run as the UI message stream v1 (`formats::ai_sdk` maps the events; the events come from
+//! the run's log, as for `GET /api/runs/{id}/events`).
+//!
+//! - `POST /api/ai-sdk/chat` `{id, messages, trigger, messageId, model?}`: the last message is the
+//!   user's: its text starts a run in the chat's conversation. The last message is the assistant's
+//!   with tool parts in state `approval-responded` (`addToolApprovalResponse`): the answers go to
+//!   the run that waits, and the response continues its message after the last request the client
+//!   answered.
+//! - `GET /api/ai-sdk/chat/{id}/stream`: the chat's running answer replayed from its start; 204
+//!   when none is running (or the chat is unknown, or another user's).
+//!
+//! A chat id is the user's: it names their conversation with that id, else the conversation
+//! [`chat_conversation_id`] derives from the user and the chat id (created by the first message).
+//! Another user's chat of the same id is another conversation. Closing a response does not stop
+//! the run (resume exists): Stop is `POST /api/runs/{run_id}/cancel`.
+
+use std::{collections::HashSet, convert::Infallible, sync::Arc};
+
+use axum::{
+    extract::{Path, State},
+    http::{header, HeaderName, HeaderValue, StatusCode},
+    response::{
+        sse::{Event as SseEvent, KeepAlive, Sse},
+        IntoResponse, Response,
+    },
+    routing::{get, post},
+    Router,
+};
+use futures::{stream, stream::BoxStream, Stream, StreamExt};
+use serde::Deserialize;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use super::{extract::ApiJson, sse, AppState, CurrentUser};
+use crate::{
+    bus::Bus,
+    error::{Error, Result},
+    formats::ai_sdk::{UiMessageStream, DONE, STREAM_HEADER},
+    runs::{ChatRequest, Run},
+    sink::ApprovalAnswer,
+    store::PgStore,
+};
+use app::protocol::{ApprovalDecision, Event, EventKind, ResolvedBy};
+
+/// The longest chat id taken.
+const MAX_CHAT_ID: usize = 200;
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/ai-sdk/chat", post(chat))
+        .route("/api/ai-sdk/chat/{id}/stream", get(resume))
+}
+
+/// What `DefaultChatTransport` posts. Glassbox keeps the conversation: of `messages` only the
+/// last one is read.
+#[derive(Debug, Deserialize)]
+pub struct ChatBody {
+    id: String,
+    #[serde(default)]
+    messages: Vec<UiMessage>,
+    #[serde(default)]
+    trigger: Option<String>,
+    /// The model for this run (stored as the conversation's), else the conversation's, else the
+    /// server's default.
+    #[serde(default)]
+    model: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct UiMessage {
+    role: String,
+    #[serde(default)]
+    parts: Vec<Value>,
+}
+
+/// `POST /api/ai-sdk/chat`.
+async fn chat(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    ApiJson(body): ApiJson<ChatBody>,
+) -> Result<Response> {
+    let chat_id = checked_chat_id(&body.id)?;
+    if let Some(trigger) = body.trigger.as_deref() {
+        if !matches!(trigger, "submit-message" | "regenerate-message") {
+            return Err(Error::InvalidField(format!(
+                "`trigger` must be submit-message or regenerate-message, not {trigger}"
+            )));
+        }
+    }
+    let last = body
+        .messages
+        .last()
+        .ok_or_else(|| Error::InvalidField("`messages` must not be empty".into()))?;
+    let conversation = conversation_of(&state, user.id(), chat_id).await?;
+    match last.role.as_str() {
+        "user" => start(&state, &user, conversation, last, body.model).await,
+        "assistant" => answer(&state, &user, conversation, last).await,
+        role => Err(Error::InvalidField(format!(
+            "the last message must be the user's or the assistant's, not {role}'s"
+        ))),
+    }
+}
+
+/// Starts a run with the user's message's text.
+async fn start(
+    state: &AppState,
+    user: &CurrentUser,
+    conversation: Conversation,
+    message: &UiMessage,
+    model: Option<String>,
+) -> Result<Response> {
+    let content: String = message
+        .parts
+        .iter()
+        .filter(|part| part["type"] == "text")
+        .filter_map(|part| part["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let (conversation_id, new_conversation_id) = match conversation {
+        Conversation::Existing { id, .. } => (Some(id), None),
+        Conversation::New(id) => (None, Some(id)),
+    };
+    let request = ChatRequest {
+        conversation_id,
+        content,
+        model,
+        new_conversation_id,
+    };
+    let (run, _) = state.engine.start(user.id(), request).await?;
+    Ok(response(Source::Local(run), None))
+}
+
+/// Answers the approval requests the message answers, then continues the run's message.
+async fn answer(
+    state: &AppState,
+    user: &CurrentUser,
+    conversation: Conversation,
+    message: &UiMessage,
+) -> Result<Response> {
+    let answers = approval_answers(message, &user.0.name);
+    if answers.is_empty() {
+        return Err(Error::InvalidField(
+            "the last message is the assistant's and answers no approval request; send the user's message".into(),
+        ));
+    }
+    if matches!(conversation, Conversation::New(_)) {
+        return Err(Error::NotFound("conversation"));
+    }
+    let source = running(state, user.id(), &conversation)
+        .await?
+        .ok_or_else(|| Error::Conflict("no run of this chat is waiting for an answer".into()))?;
+    let mut answered = HashSet::new();
+    for (call_id, answer) in answers {
+        match state
+            .engine
+            .answer_approval(user.id(), source.run_id(), &call_id, answer)
+            .await
+        {
+            // Answered before (a repeated request), or the run ended meanwhile: the stream
+            // shows what happened.
+            Ok(_) | Err(Error::Conflict(_)) => {}
+            Err(error) => return Err(error),
+        }
+        answered.insert(call_id);
+    }
+    let logged = source.logged().await?;
+    Ok(response(source, Some(continuation(logged, &answered))))
+}
+
+/// The approval answers of a message's tool parts (`state: approval-responded`), by call id.
+fn approval_answers(message: &UiMessage, user_name: &str) -> Vec<(String, ApprovalAnswer)> {
+    message
+        .parts
+        .iter()
+        .filter(|part| part["state"] == "approval-responded")
+        .filter_map(|part| {
+            let approval = &part["approval"];
+            let id = approval["id"].as_str()?;
+            let approved = approval["approved"].as_bool()?;
+            let reason = approval["reason"]
+                .as_str()
+                .map(|reason| reason.chars().take(500).collect::<String>())
+                .filter(|reason| !reason.trim().is_empty());
+            let decision = match approved {
+                true => ApprovalDecision::Approve,
+                false => ApprovalDecision::Deny,
+            };
+            let by = ResolvedBy::User(user_name.to_owned());
+            Some((
+                id.to_owned(),
+                ApprovalAnswer {
+                    decision,
+                    by,
+                    reason,
+                },
+            ))
+        })
+        .collect()
+}
+
+/// Where the client's last response paused: the run's log replayed (silently) as that response
+/// read it, up to the first pause at or after the last request among the answered calls. The
+/// mapping there, and the seq the continuation streams after. The pauses are found by the
+/// mapping alone (an approval request without an answer in the log so far is still waiting):
+/// the response that paused saw the same log up to there.
+fn continuation(
+    logged: Vec<(u64, Arc<str>)>,
+    answered: &HashSet<String>,
+) -> (UiMessageStream, u64) {
+    let events: Vec<(u64, Event)> = logged
+        .into_iter()
+        .filter_map(|(seq, json)| Some((seq, parse(&json)?)))
+        .collect();
+    let asked_at = events
+        .iter()
+        .filter(|(_, event)| {
+            matches!(&event.kind, EventKind::ToolApprovalRequested { call_id, .. } if answered.contains(call_id))
+        })
+        .map(|(seq, _)| *seq)
+        .max()
+        .unwrap_or(0);
+    let mut mapper = UiMessageStream::new();
+    let mut cursor = 0;
+    for (seq, event) in &events {
+        mapper.push(event);
+        cursor = *seq;
+        if mapper.waits_for_people() {
+            mapper.pause();
+            if *seq >= asked_at {
+                break;
+            }
+        }
+    }
+    (mapper, cursor)
+}
+
+/// `GET /api/ai-sdk/chat/{id}/stream`: the running answer from its start, else 204.
+async fn resume(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<Response> {
+    let Ok(chat_id) = checked_chat_id(&id) else {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    };
+    let conversation = conversation_of(&state, user.id(), chat_id).await?;
+    Ok(match running(&state, user.id(), &conversation).await? {
+        Some(source) => response(source, None),
+        None => StatusCode::NO_CONTENT.into_response(),
+    })
+}
+
+/// Where a chat's running answer is read: the run on this instance, or (PostgreSQL, several
+/// instances) another instance's run through the database, as `sse::remote` follows it.
+#[derive(Clone)]
+enum Source {
+    Local(Arc<Run>),
+    Remote {
+        store: PgStore,
+        bus: Arc<Bus>,
+        run_id: String,
+        trace_id: String,
+    },
+}
+
+impl Source {
+    fn run_id(&self) -> &str {
+        match self {
+            Source::Local(run) => &run.run_id,
+            Source::Remote { run_id, .. } => run_id,
+        }
+    }
+
+    /// The events after `after`, then live ones, to the terminal event.
+    fn events(&self, after: u64) -> BoxStream<'static, (u64, Arc<str>)> {
+        match self {
+            Source::Local(run) => sse::live(run.clone(), after).boxed(),
+            Source::Remote {
+                store,
+                bus,
+                trace_id,
+                ..
+            } => sse::remote(store.clone(), bus.clone(), trace_id.clone(), after).boxed(),
+        }
+    }
+
+    /// The events logged so far.
+    async fn logged(&self) -> Result<Vec<(u64, Arc<str>)>> {
+        Ok(match self {
+            Source::Local(run) => run.events_between(0, run.published().last_seq, usize::MAX),
+            Source::Remote {
+                store, trace_id, ..
+            } => store
+                .events_after(trace_id, 0)
+                .await?
+                .map(|(events, _)| events)
+                .unwrap_or_default(),
+        })
+    }
+
+    /// Whether a call that asked for approval still waits for its answer. Another instance's
+    /// run is not asked: its answer shows in the log (a replay may pause at a request answered
+    /// since; answering it again continues the stream).
+    fn awaits_answer(&self, call_id: &str) -> bool {
+        match self {
+            Source::Local(run) => run.awaits_answer(call_id),
+            Source::Remote { .. } => true,
+        }
+    }
+}
+
+/// The user's run going in the conversation: here, else on another instance.
+async fn running(
+    state: &AppState,
+    owner_id: &str,
+    conversation: &Conversation,
+) -> Result<Option<Source>> {
+    let Conversation::Existing { id, active_run } = conversation else {
+        return Ok(None);
+    };
+    if let Some(run) = state.engine.running_in(owner_id, id) {
+        return Ok(Some(Source::Local(run)));
+    }
+    let (Some(run_id), Some(bus), Some(store)) =
+        (active_run, state.engine.bus(), state.store.postgres())
+    else {
+        return Ok(None);
+    };
+    let trace = state.store.trace_by_run(owner_id, run_id).await?;
+    Ok(trace
+        .filter(|trace| trace.status == app::protocol::TraceStatus::Running)
+        .map(|trace| Source::Remote {
+            store: store.clone(),
+            bus: bus.clone(),
+            run_id: run_id.clone(),
+            trace_id: trace.trace_id,
+        }))
+}
+
+/// Which conversation a chat id names for a user.
+enum Conversation {
+    /// With the run going there (on any instance), if one is.
+    Existing {
+        id: String,
+        active_run: Option<String>,
+    },
+    /// None yet: the first message creates it with this id.
+    New(String),
+}
+
+/// The user's conversation of that id, else the one derived from the user and the chat id.
+async fn conversation_of(state: &AppState, owner_id: &str, chat_id: &str) -> Result<Conversation> {
+    let store = state.engine.store();
+    let existing = |id: &str, found: app::models::Conversation| Conversation::Existing {
+        id: id.to_owned(),
+        active_run: found.active_run.map(|run| run.run_id),
+    };
+    if let Some(found) = store.get_conversation(owner_id, chat_id).await? {
+        return Ok(existing(chat_id, found));
+    }
+    let derived = chat_conversation_id(owner_id, chat_id);
+    Ok(match store.get_conversation(owner_id, &derived).await? {
+        Some(found) => existing(&derived, found),
+        None => Conversation::New(derived),
+    })
+}
+
+/// A conversation id for a user's chat id: a UUID (version 8) from SHA-256 of both, so each user
+/// has their own conversation whatever chat id another user picks.
+pub fn chat_conversation_id(owner_id: &str, chat_id: &str) -> String {
+    let digest = Sha256::digest(format!("glassbox ai-sdk chat\n{owner_id}\n{chat_id}"));
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(bytes).to_string()
+}
+
+fn checked_chat_id(id: &str) -> Result<&str> {
+    let id = id.trim();
+    if id.is_empty() || id.chars().count() > MAX_CHAT_ID {
+        return Err(Error::InvalidField(format!(
+            "`id` must be 1 to {MAX_CHAT_ID} characters"
+        )));
+    }
+    Ok(id)
+}
+
+fn parse(json: &str) -> Option<Event> {
+    match serde_json::from_str(json) {
+        Ok(event) => Some(event),
+        Err(error) => {
+            tracing::warn!(%error, "an event of the run log does not parse; left out of the AI SDK stream");
+            None
+        }
+    }
+}
+
+/// The run's message as a UI message stream: whole, or continued after a paused response
+/// (`after`: the mapping as that response left it, and the seq it had read).
+fn response(source: Source, after: Option<(UiMessageStream, u64)>) -> Response {
+    let sse = Sse::new(frames(source, after))
+        .keep_alive(KeepAlive::new().interval(sse::HEARTBEAT).text("heartbeat"));
+    let mut response = sse.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("private, no-store"),
+    );
+    headers.insert(
+        HeaderName::from_static("x-accel-buffering"),
+        HeaderValue::from_static("no"),
+    );
+    headers.insert(
+        HeaderName::from_static(STREAM_HEADER.0),
+        HeaderValue::from_static(STREAM_HEADER.1),
+    );
+    response
+}
+
+/// One response's reading of the run: the mapping, and whether the stream is done.
+struct Follow {
+    source: Source,
+    mapper: UiMessageStream,
+    done: bool,
+}
+
+impl Follow {
+    /// The chunks of one event; when the run then waits only for answers to approval requests,
+    /// the response pauses (ends).
+    fn chunks(&mut self, json: &str) -> Vec<String> {
+        if let Some(frame) = self.mapper.push_delta(json) {
+            return vec![frame];
+        }
+        let Some(event) = parse(json) else {
+            return Vec::new();
+        };
+        let mut chunks = self.mapper.push(&event);
+        let source = &self.source;
+        if self.mapper.waits_for_people()
+            && self
+                .mapper
+                .open_calls()
+                .all(|call| source.awaits_answer(call))
+        {
+            chunks.extend(self.mapper.pause());
+            self.done = true;
+        }
+        self.done |= self.mapper.is_ended();
+        let mut frames: Vec<String> = chunks.iter().map(Value::to_string).collect();
+        if self.done {
+            frames.push(DONE.to_owned());
+        }
+        frames
+    }
+}
+
+fn frames(
+    source: Source,
+    after: Option<(UiMessageStream, u64)>,
+) -> impl Stream<Item = Result<SseEvent, Infallible>> {
+    let (mapper, after, first) = match after {
+        Some((mapper, after)) => {
+            let start = vec![mapper.restart().to_string()];
+            (mapper, after, start)
+        }
+        None => (UiMessageStream::new(), 0, Vec::new()),
+    };
+    let events = source.events(after);
+    let follow = Follow {
+        source,
+        mapper,
+        done: false,
+    };
+    let rest = stream::unfold((follow, events), |(mut follow, mut events)| async move {
+        if follow.done {
+            return None;
+        }
+        let frames = match events.next().await {
+            Some((_, json)) => follow.chunks(&json),
+            None => {
+                follow.done = true;
+                vec![DONE.to_owned()]
+            }
+        };
+        Some((frames, (follow, events)))
+    });
+    stream::iter([first])
+        .chain(rest)
+        .flat_map(stream::iter)
+        .map(|data| Ok(SseEvent::default().data(data)))
+}
