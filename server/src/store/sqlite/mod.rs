@@ -2,10 +2,12 @@
 //! and never wait for writes (WAL); every write is a job of the one [`Writer`].
 //!
 //! By concern: a run's writes (`runs`), reads of conversations (`conversations`) and of traces
-//! (`traces`), `accounts`, `shares`, and moving the WAL into the file (`wal`).
+//! (`traces`), renaming, archiving and deleting conversations (`manage`), `accounts`, `shares`, and
+//! moving the WAL into the file (`wal`).
 
 mod accounts;
 mod conversations;
+mod manage;
 mod runs;
 mod shares;
 mod traces;
@@ -129,7 +131,7 @@ fn open_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection>
     connection.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
          PRAGMA wal_autocheckpoint = {}; PRAGMA journal_size_limit = {};
-         PRAGMA temp_store = MEMORY;",
+         PRAGMA temp_store = MEMORY; PRAGMA secure_delete = FAST;",
         wal::WRITER_AUTOCHECKPOINT_PAGES,
         wal::JOURNAL_SIZE_LIMIT_BYTES
     ))?;
