@@ -1,6 +1,7 @@
 //! Managing conversations: rename, archive, delete (issue 35). Deletes remove every row of the
-//! conversation (messages, traces, checkpoint chunks, model turns, share links) in one write, with
-//! `secure_delete` on so the freed bytes are overwritten, not left in the file's free pages.
+//! conversation (messages, traces, checkpoint chunks, model turns, share links) in one write. The
+//! writer's connection has `secure_delete` on (see `open_writer`): the freed bytes are overwritten,
+//! not left in the file's free pages.
 
 use rusqlite::{params, Connection, OptionalExtension};
 
@@ -61,7 +62,7 @@ impl SqliteStore {
             if !owns(connection, &owner_id, &id)? {
                 return Err(Error::NotFound("conversation"));
             }
-            securely(connection, |connection| delete_all_of(connection, &[id]))
+            delete_all_of(connection, &[id])
         })
         .await
     }
@@ -74,7 +75,7 @@ impl SqliteStore {
                 .prepare_cached("SELECT id FROM conversations WHERE owner_id = ?")?
                 .query_map(params![owner_id], |row| row.get::<_, String>(0))?
                 .collect::<rusqlite::Result<Vec<_>>>()?;
-            securely(connection, |connection| delete_all_of(connection, &ids))?;
+            delete_all_of(connection, &ids)?;
             Ok(ids.len() as u64)
         })
         .await
@@ -105,14 +106,4 @@ fn delete_all_of(connection: &Connection, ids: &[String]) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Runs `work` with `secure_delete` on: the bytes of deleted rows are overwritten with zeros in
-/// their pages (and freed pages zeroed), so the text is gone from the file once checkpointed, not
-/// only unreachable. Off again after: other deletes (checkpoint chunks at a run's end) stay cheap.
-fn securely<T>(connection: &Connection, work: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    connection.pragma_update(None, "secure_delete", true)?;
-    let done = work(connection);
-    connection.pragma_update(None, "secure_delete", "FAST")?;
-    done
 }
