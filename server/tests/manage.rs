@@ -202,7 +202,17 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
     for sql in rows(&id) {
         assert_eq!(server.count(&sql).await, 0, "left after the delete: {sql}");
     }
-    for gone in [path.clone(), format!("/api/traces/{trace}"), share_path] {
+    let events = format!(
+        "/api/runs/{}/events",
+        reply["run_id"].as_str().expect("run")
+    );
+    for gone in [
+        path.clone(),
+        format!("/api/traces/{trace}"),
+        format!("/thoughtflow/{id}.json"),
+        share_path,
+        events,
+    ] {
         let (status, body) = server.get_json(&gone).await;
         assert_eq!(
             (status, body["code"].as_str()),

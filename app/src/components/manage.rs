@@ -158,8 +158,10 @@ fn RenameField(
     });
     let id = StoredValue::new(id);
     let saved = StoredValue::new(false);
+    // Removing the field (after Enter, Escape or a save) blurs it once more, when its values may
+    // already be gone: a field already done, or gone, saves nothing.
     let save = move || {
-        if saved.get_value() {
+        if saved.try_get_value().unwrap_or(true) {
             return;
         }
         saved.set_value(true);

@@ -54,7 +54,7 @@ fn ArchivedList() -> impl IntoView {
         }
     });
     view! {
-        <details class="archived-list" on:toggle=move |event| open.set(toggled_open(&event))>
+        <details class="menu archived-list" on:toggle=move |event| open.set(toggled_open(&event))>
             <summary>"Archived"</summary>
             {move || error.get().map(|message| view! { <p class="error" role="alert">{message}</p> })}
             {move || {

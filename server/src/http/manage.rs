@@ -72,11 +72,13 @@ pub async fn delete_one(
     Path(id): Path<String>,
 ) -> Result<StatusCode> {
     state.store.delete_conversation(user.id(), &id).await?;
+    state.engine.forget_conversations(user.id(), Some(&id));
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// `DELETE /api/conversations`: deletes every conversation of the user; how many.
 pub async fn delete_all(State(state): State<AppState>, user: CurrentUser) -> Result<Json<Deleted>> {
     let deleted = state.store.delete_all_conversations(user.id()).await?;
+    state.engine.forget_conversations(user.id(), None);
     Ok(Json(Deleted { deleted }))
 }
