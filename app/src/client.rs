@@ -11,6 +11,8 @@ use gloo_net::http::{Request, Response};
 use serde::Deserialize;
 
 #[cfg(feature = "hydrate")]
+use crate::models::ConversationSummary;
+#[cfg(feature = "hydrate")]
 use crate::protocol::ApprovalDecision;
 
 /// `POST` here starts a run.
@@ -27,6 +29,14 @@ pub fn run_cancel(run_id: &str) -> String {
 
 pub fn run_approval(run_id: &str, call_id: &str) -> String {
     format!("/api/runs/{run_id}/approvals/{call_id}")
+}
+
+/// `DELETE` here deletes all of the user's conversations; `GET ?archived=true` lists the archived.
+pub const CONVERSATIONS: &str = "/api/conversations";
+
+/// One conversation: `PATCH` renames or archives it, `DELETE` deletes it.
+pub fn conversation(id: &str) -> String {
+    format!("{CONVERSATIONS}/{id}")
 }
 
 pub fn trace_shares(trace_id: &str) -> String {
@@ -192,6 +202,49 @@ pub async fn revoke_share(trace_id: &str, token: &str) -> Result<(), ClientError
     let url = format!("{}/{token}", trace_shares(trace_id));
     send(Request::delete(&url).build(), &[404]).await?;
     Ok(())
+}
+
+/// Renames and/or archives (`Some(true)`) or unarchives a conversation: its summary after.
+#[cfg(feature = "hydrate")]
+pub async fn change_conversation(
+    id: &str,
+    title: Option<String>,
+    archived: Option<bool>,
+) -> Result<ConversationSummary, ClientError> {
+    let mut body = serde_json::Map::new();
+    if let Some(title) = title {
+        body.insert("title".into(), title.into());
+    }
+    if let Some(archived) = archived {
+        body.insert("archived".into(), archived.into());
+    }
+    let request = Request::patch(&conversation(id)).json(&body);
+    read(send(request, &[]).await?).await
+}
+
+/// Deletes a conversation with everything of it. 404: already gone, which is what was asked.
+#[cfg(feature = "hydrate")]
+pub async fn delete_conversation(id: &str) -> Result<(), ClientError> {
+    send(Request::delete(&conversation(id)).build(), &[404]).await?;
+    Ok(())
+}
+
+/// Deletes every conversation of the user: how many.
+#[cfg(feature = "hydrate")]
+pub async fn delete_all_conversations() -> Result<u64, ClientError> {
+    #[derive(Deserialize)]
+    struct Deleted {
+        deleted: u64,
+    }
+    let deleted: Deleted = read(send(Request::delete(CONVERSATIONS).build(), &[]).await?).await?;
+    Ok(deleted.deleted)
+}
+
+/// The user's archived conversations, newest first.
+#[cfg(feature = "hydrate")]
+pub async fn archived_conversations() -> Result<Vec<ConversationSummary>, ClientError> {
+    let url = format!("{CONVERSATIONS}?archived=true");
+    read(send(Request::get(&url).build(), &[]).await?).await
 }
 
 #[cfg(test)]

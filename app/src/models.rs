@@ -21,6 +21,9 @@ pub struct ConversationSummary {
     pub model: String,
     pub created_at: String,
     pub updated_at: String,
+    /// Hidden from the list without being deleted; `GET /api/conversations?archived=true` lists it.
+    #[serde(default)]
+    pub archived: bool,
 }
 
 /// A conversation with its messages, oldest first.
@@ -223,6 +226,7 @@ mod tests {
                 model: "demo".into(),
                 created_at: String::new(),
                 updated_at: String::new(),
+                archived: false,
             },
             messages,
             active_run: None,

@@ -25,6 +25,9 @@ pub enum Error {
     /// 409: the request conflicts with the resource's state, e.g. cancelling a finished run.
     #[error("{0}")]
     Conflict(String),
+    /// 409 `run_in_progress`: deleting a conversation while one of its runs is going.
+    #[error("{0}")]
+    RunInProgress(String),
     /// 401: no signed-in user (`--auth password` or `proxy`), or a wrong name or password.
     #[error("{0}")]
     Unauthenticated(String),
@@ -81,7 +84,7 @@ impl Error {
             Error::CrossOrigin => StatusCode::FORBIDDEN,
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
-            Error::Conflict(_) => StatusCode::CONFLICT,
+            Error::Conflict(_) | Error::RunInProgress(_) => StatusCode::CONFLICT,
             Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -104,6 +107,7 @@ impl Error {
             Error::MethodNotAllowed => "method_not_allowed",
             Error::UnknownHost => "unknown_host",
             Error::Conflict(_) => "conflict",
+            Error::RunInProgress(_) => "run_in_progress",
             Error::PayloadTooLarge(_) => "payload_too_large",
             Error::BodyTimeout => "request_timeout",
             Error::UnsupportedMediaType => "unsupported_media_type",

@@ -13,9 +13,13 @@ use crate::{
     store::{ModelTurn, Store, Trace},
 };
 
-/// The conversations of `owner_id`, newest first.
-pub async fn conversations(store: &Store, owner_id: &str) -> Result<Vec<ConversationSummary>> {
-    store.list_conversations(owner_id).await
+/// The conversations of `owner_id`, newest first: the archived ones, or the others.
+pub async fn conversations(
+    store: &Store,
+    owner_id: &str,
+    archived: bool,
+) -> Result<Vec<ConversationSummary>> {
+    store.list_conversations(owner_id, archived).await
 }
 
 /// The conversation `id` of `owner_id`.

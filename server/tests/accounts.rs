@@ -90,6 +90,25 @@ async fn post(base: &str, cookie: &str, path: &str, body: Value) -> (StatusCode,
     (status, response.json().await.unwrap_or(Value::Null))
 }
 
+/// A request of any method with a JSON body, as JSON.
+async fn send_json(
+    base: &str,
+    cookie: &str,
+    method: reqwest::Method,
+    path: &str,
+    body: Value,
+) -> (StatusCode, Value) {
+    let response = client()
+        .request(method, format!("{base}{path}"))
+        .header(header::COOKIE, cookie)
+        .json(&body)
+        .send()
+        .await
+        .expect("request");
+    let status = response.status();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 /// A server function, as the pages call it (a form-encoded POST).
 async fn server_fn(
     base: &str,
@@ -219,6 +238,35 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     );
     let (status, list) = get(base, &bob, "/api/conversations").await;
     assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
+    let (status, list) = get(base, &bob, "/api/conversations?archived=true").await;
+    assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
+    // Nor rename, archive or delete it (404), nor delete it among "all of his".
+    let alices = format!("/api/conversations/{conversation}");
+    for (method, body) in [
+        (reqwest::Method::PATCH, json!({"title": "Bob's now"})),
+        (reqwest::Method::PATCH, json!({"archived": true})),
+        (reqwest::Method::DELETE, json!({})),
+    ] {
+        let (status, answer) = send_json(base, &bob, method.clone(), &alices, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {alices}: {answer}");
+    }
+    let (status, answer) = send_json(
+        base,
+        &bob,
+        reqwest::Method::DELETE,
+        "/api/conversations",
+        json!({}),
+    )
+    .await;
+    assert_eq!((status, answer), (StatusCode::OK, json!({"deleted": 0})));
+    let (status, body) = get(base, &alice, &alices).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(body.contains("Alice's private answer") && !body.contains("Bob's now"));
+    let (_, list) = get(base, &alice, "/api/conversations").await;
+    assert!(
+        list.contains(conversation.as_str()),
+        "still listed, not archived: {list}"
+    );
     for (name, args) in [
         ("conversations", vec![]),
         ("conversation", vec![("id", conversation.as_str())]),

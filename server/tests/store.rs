@@ -287,7 +287,10 @@ async fn conversations_list_newest_first_and_read_back_with_their_messages_and_a
     later.now = LATER.to_owned();
     let second = store.begin_run(later).await.expect("second conversation");
 
-    let listed = store.list_conversations("owner").await.expect("list");
+    let listed = store
+        .list_conversations("owner", false)
+        .await
+        .expect("list");
     let ids: Vec<&str> = listed.iter().map(|summary| summary.id.as_str()).collect();
     assert_eq!(
         ids,
@@ -298,7 +301,7 @@ async fn conversations_list_newest_first_and_read_back_with_their_messages_and_a
     );
     assert_eq!(listed[0].title, "A second question");
     assert!(store
-        .list_conversations("someone")
+        .list_conversations("someone", false)
         .await
         .expect("list")
         .is_empty());
@@ -392,7 +395,10 @@ async fn a_run_left_running_is_interrupted_with_its_checkpointed_events_kept() {
             "message_error"
         ]
     );
-    let conversation = store.list_conversations("owner").await.expect("list");
+    let conversation = store
+        .list_conversations("owner", false)
+        .await
+        .expect("list");
     let read = store
         .get_conversation("owner", &conversation[0].id)
         .await

@@ -9,6 +9,7 @@ pub mod feed;
 mod follow_bottom;
 mod icons;
 pub mod live;
+pub mod manage;
 pub mod markdown;
 mod message_list;
 pub mod segments;

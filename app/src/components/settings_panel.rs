@@ -38,6 +38,10 @@ pub fn SettingsPanel() -> impl IntoView {
                     {number(settings, "Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
                 </fieldset>
                 <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
+                <fieldset class="danger-zone">
+                    <legend>"Conversations"</legend>
+                    <super::manage::DeleteAll />
+                </fieldset>
             </div>
         </div>
     }

@@ -3,6 +3,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_conversation, list_conversations, list_models};
 use crate::components::live::LiveRun;
+use crate::components::manage::{HeaderTitle, ListContext};
 use crate::components::{ChatState, Composer, MessageList, Sidebar};
 use crate::json;
 use crate::models::{Conversation, ModelList};
@@ -17,6 +18,11 @@ pub fn ChatPage() -> impl IntoView {
         move || conversations_changed.get(),
         |_| list_conversations(),
     );
+    provide_context(ListContext {
+        changed: conversations_changed,
+        active: conversation_id,
+        renamed: RwSignal::new(None),
+    });
     let conversation = json::resource(
         move || conversation_id.get(),
         |id| async move {
@@ -39,7 +45,7 @@ pub fn ChatPage() -> impl IntoView {
     view! {
         <div class="app" class:drawer-open=move || drawer.get()>
             <div class="drawer-backdrop" aria-hidden="true" on:click=move |_| drawer.set(false)></div>
-            <Sidebar conversations active=conversation_id />
+            <Sidebar conversations />
             <main class="chat" aria-label="Conversation">
                 <button
                     type="button"
@@ -89,13 +95,14 @@ fn ConversationView(
             run_id: run.run_id,
             message_id: run.message_id,
         });
-    let (id, messages, earlier) = match conversation {
+    let (id, title, messages, earlier) = match conversation {
         Some(conversation) => (
             Some(conversation.summary.id),
+            conversation.summary.title,
             conversation.messages,
             conversation.earlier,
         ),
-        None => (None, Vec::new(), 0),
+        None => (None, String::new(), Vec::new(), 0),
     };
     // The server renders the running answer as it is stored while it runs (empty, status
     // `streaming`), with Stop; the browser then follows its stream from the first event into
@@ -122,10 +129,12 @@ fn ConversationView(
     }
     #[cfg(feature = "hydrate")]
     on_cleanup(move || crate::components::live::browser::stop_following(state));
+    let title = StoredValue::new(title);
     let exports = move || {
         state.conversation_id.get().map(|id| {
             view! {
                 <header class="conversation-header">
+                    <HeaderTitle id=id.clone() title=title.get_value() />
                     <details class="menu export-menu">
                         <summary>"Export conversation"</summary>
                         <div class="menu-items" role="menu">

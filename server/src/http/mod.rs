@@ -1,6 +1,6 @@
 //! HTTP: the JSON/SSE API under `/api`, `/healthz`, the server-rendered pages and static files.
-//! Each area builds its own router in its module (chat and runs, reads and exports, shares,
-//! health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
+//! Each area builds its own router in its module (chat and runs, reads and exports, managing
+//! conversations, shares, health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
 //! [`crate::reads`] read, and map errors through [`crate::error::Error`].
 
 mod ag_ui;
@@ -10,6 +10,7 @@ mod chat;
 mod extract;
 pub mod guard;
 mod health;
+mod manage;
 mod pages;
 mod read;
 pub mod serve;
@@ -61,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ag_ui::router())
         .merge(ai_sdk::router())
         .merge(read::router())
+        .merge(manage::router())
         .merge(shares::router())
         .merge(health::router())
         .merge(session::router())

@@ -93,7 +93,7 @@ impl ConversationSource for PageSource {
     fn list(&self) -> BoxFuture<'_, Result<Vec<ConversationSummary>, String>> {
         let reply = PageReply::new("listing conversations for a page");
         Box::pin(async move {
-            let list = async { reads::conversations(&self.store, self.owner_id()?).await };
+            let list = async { reads::conversations(&self.store, self.owner_id()?, false).await };
             reply.found(list.await).map(Option::unwrap_or_default)
         })
     }

@@ -3,10 +3,12 @@
 //! pages do.
 
 use axum::{
-    extract::{Path, State},
+    extract::{rejection::QueryRejection, Path, Query, State},
     routing::{any, get},
     Json, Router,
 };
+
+use serde::Deserialize;
 
 use app::models::{Conversation, ConversationSummary, InspectorEntry, ModelList};
 
@@ -42,12 +44,25 @@ pub async fn trace(
     Ok(Json(reads::trace(&state.store, &reader, &trace_id).await?))
 }
 
-/// `GET /api/conversations`: the user's conversations.
+/// Which conversations `GET /api/conversations` lists.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    /// `true`: the archived ones only; else the others.
+    #[serde(default)]
+    archived: bool,
+}
+
+/// `GET /api/conversations[?archived=true]`: the user's conversations, newest first.
 pub async fn conversations(
     State(state): State<AppState>,
     user: CurrentUser,
+    query: Result<Query<ListQuery>, QueryRejection>,
 ) -> Result<Json<Vec<ConversationSummary>>> {
-    Ok(Json(reads::conversations(&state.store, user.id()).await?))
+    let Query(ListQuery { archived }) =
+        query.map_err(|rejection| Error::InvalidField(rejection.body_text()))?;
+    Ok(Json(
+        reads::conversations(&state.store, user.id(), archived).await?,
+    ))
 }
 
 /// `GET /api/conversations/{id}`: one of them with its messages.

@@ -139,6 +139,16 @@ impl Engine {
         self.runs().get(run_id).cloned()
     }
 
+    /// Drops the ended runs of `owner_id`'s conversation (of all their conversations: `None`) that
+    /// linger in memory for late readers: after a delete, their events are not served from here.
+    pub fn forget_conversations(&self, owner_id: &str, conversation_id: Option<&str>) {
+        self.runs().retain(|_, run| {
+            let theirs = run.owner_id == owner_id
+                && conversation_id.is_none_or(|id| id == run.conversation_id);
+            !(theirs && run.published().finished)
+        });
+    }
+
     /// Validates the request, stores the user's message and starts the run in its own task.
     pub async fn start(
         self: &Arc<Self>,

@@ -31,8 +31,8 @@ pub use app::models::Trace;
 pub use json::join_json_array;
 pub use postgres::{PgStore, TraceEvents, HEARTBEAT_INTERVAL};
 pub use records::{
-    CheckpointChunk, FinishedTrace, ModelTurn, NewRun, OwnedFinish, StartedRun, StoredEvents,
-    StoredUser, TraceShare,
+    CheckpointChunk, ConversationChange, FinishedTrace, ModelTurn, NewRun, OwnedFinish, StartedRun,
+    StoredEvents, StoredUser, TraceShare,
 };
 pub use recovery::LeftoverRun;
 pub use sqlite::SqliteStore;
@@ -147,8 +147,51 @@ impl Store {
         on_backend!(self, events_after(trace_id, after))
     }
 
-    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
-        on_backend!(self, list_conversations(owner_id))
+    /// The conversations of `owner_id`, newest first: the archived ones, or the others.
+    pub async fn list_conversations(
+        &self,
+        owner_id: &str,
+        archived: bool,
+    ) -> Result<Vec<ConversationSummary>> {
+        on_backend!(self, list_conversations(owner_id, archived))
+    }
+
+    /// One conversation of `owner_id`, without its messages.
+    pub async fn conversation_summary(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationSummary>> {
+        on_backend!(self, conversation_summary(owner_id, id))
+    }
+
+    /// Renames and/or archives (or unarchives) a conversation of `owner_id`: its summary after.
+    /// `NotFound` for anyone else's. The title is taken as given: see [`clean_title`].
+    pub async fn update_conversation(
+        &self,
+        owner_id: &str,
+        id: &str,
+        change: ConversationChange,
+    ) -> Result<ConversationSummary> {
+        let (owner, conversation) = (owner_id.to_owned(), id.to_owned());
+        on_backend!(self, update_conversation(owner, conversation, change))?;
+        self.conversation_summary(owner_id, id)
+            .await?
+            .ok_or(Error::NotFound("conversation"))
+    }
+
+    /// Deletes a conversation of `owner_id` with every row of it (messages, traces, checkpoint
+    /// chunks, model turns, share links) in one transaction. `NotFound` for anyone else's or one
+    /// already deleted; 409 `run_in_progress` while one of its runs is going.
+    pub async fn delete_conversation(&self, owner_id: &str, id: &str) -> Result<()> {
+        let (owner, conversation) = (owner_id.to_owned(), id.to_owned());
+        on_backend!(self, delete_conversation(owner, conversation))
+    }
+
+    /// Deletes every conversation of `owner_id` as [`Store::delete_conversation`] does, in one
+    /// transaction: how many. While any has a run going, none is deleted (409).
+    pub async fn delete_all_conversations(&self, owner_id: &str) -> Result<u64> {
+        on_backend!(self, delete_all_conversations(owner_id.to_owned()))
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
@@ -267,13 +310,35 @@ impl Store {
 
 const TITLE_CHARS: usize = 60;
 
-/// The conversation's title: the start of its first message, on one line.
-fn title_for(content: &str) -> String {
-    let line = content
-        .split(|c: char| c.is_whitespace() || c.is_control())
+/// The longest title a rename may set, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+
+/// A title a user typed, as stored: plain text on one line (runs of whitespace and control
+/// characters become one space), trimmed. Empty or longer than [`MAX_TITLE_CHARS`]: 422.
+pub fn clean_title(raw: &str) -> Result<String> {
+    let title = one_line(raw);
+    if title.is_empty() {
+        return Err(Error::InvalidField("the title is empty".into()));
+    }
+    if title.chars().count() > MAX_TITLE_CHARS {
+        return Err(Error::InvalidField(format!(
+            "a title is at most {MAX_TITLE_CHARS} characters"
+        )));
+    }
+    Ok(title)
+}
+
+/// `text`'s words on one line, separated by single spaces.
+fn one_line(text: &str) -> String {
+    text.split(|c: char| c.is_whitespace() || c.is_control())
         .filter(|word| !word.is_empty())
         .collect::<Vec<_>>()
-        .join(" ");
+        .join(" ")
+}
+
+/// The conversation's title: the start of its first message, on one line.
+fn title_for(content: &str) -> String {
+    let line = one_line(content);
     match crate::sanitize::shorten(&line, TITLE_CHARS) {
         Some(cut) => format!("{}…", cut.trim_end()),
         None if line.is_empty() => "New conversation".to_owned(),
@@ -289,6 +354,11 @@ fn sql_int(value: u64) -> i64 {
 /// The 409 for a second run in a conversation.
 fn one_run_at_a_time() -> Error {
     Error::Conflict("a run is already going in this conversation; stop it first".into())
+}
+
+/// The 409 for deleting a conversation while one of its runs is going.
+fn run_in_progress() -> Error {
+    Error::RunInProgress("a run is going in this conversation; stop it, then delete".into())
 }
 
 fn too_many_shares() -> Error {

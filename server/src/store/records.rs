@@ -29,6 +29,15 @@ pub struct TraceShare {
     pub include_history: bool,
 }
 
+/// What a `PATCH` of a conversation changes: its title (already [`super::clean_title`]d), whether
+/// it is archived; `now` is the time an archive is stamped with.
+#[derive(Debug, Clone)]
+pub struct ConversationChange {
+    pub title: Option<String>,
+    pub archived: Option<bool>,
+    pub now: String,
+}
+
 /// Events read from a seq on: `(seq, JSON)` of each, and whether the trace has ended.
 pub type StoredEvents = (Vec<(u64, Arc<str>)>, bool);
 

@@ -87,6 +87,7 @@ pub(super) struct SummaryRow {
     model: String,
     created_at: String,
     updated_at: String,
+    archived: bool,
 }
 
 impl From<SummaryRow> for ConversationSummary {
@@ -97,6 +98,7 @@ impl From<SummaryRow> for ConversationSummary {
             model: row.model,
             created_at: row.created_at,
             updated_at: row.updated_at,
+            archived: row.archived,
         }
     }
 }

@@ -211,6 +211,33 @@ impl TestServer {
         (status, response.json().await.unwrap_or(Value::Null))
     }
 
+    /// A request of any method, with a JSON body when given: its status and JSON answer (`Null`
+    /// when there is none, as for 204).
+    pub async fn send_json(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request.send().await.expect("request");
+        let status = response.status().as_u16();
+        (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// How many rows `sql` (a `SELECT COUNT(*)`) counts, on whichever database this is.
+    pub async fn count(&self, sql: &str) -> i64 {
+        let counted = match (self.store.sqlite(), self.store.postgres()) {
+            (Some(sqlite), _) => sqlx::query_scalar(sql).fetch_one(sqlite.pool()).await,
+            (_, Some(postgres)) => sqlx::query_scalar(sql).fetch_one(postgres.pool()).await,
+            _ => unreachable!("a store is SQLite or PostgreSQL"),
+        };
+        counted.expect("count rows")
+    }
+
     pub async fn stop(self) {
         self.engine.shutdown(Duration::from_secs(10)).await;
         self.task.abort();

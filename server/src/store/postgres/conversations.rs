@@ -4,23 +4,46 @@ use app::models::{ActiveRun, Conversation, ConversationSummary};
 use app::protocol::Message;
 use sqlx::PgConnection;
 
-use super::PgStore;
+use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
 use crate::store::decode_message;
 use crate::store::rows::{ActiveRunRow, SummaryRow};
 
+/// A conversation's summary row, by id ($1) and owner ($2).
+const SUMMARY: &str = "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
+        rfc3339_millis(updated_at) AS updated_at, archived_at IS NOT NULL AS archived
+     FROM conversations WHERE id = $1 AND owner_id = $2";
+
 impl PgStore {
-    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+    pub async fn list_conversations(
+        &self,
+        owner_id: &str,
+        archived: bool,
+    ) -> Result<Vec<ConversationSummary>> {
         let rows: Vec<SummaryRow> = sqlx::query_as(
             "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
-                    rfc3339_millis(updated_at) AS updated_at
-             FROM conversations WHERE owner_id = $1
+                    rfc3339_millis(updated_at) AS updated_at, archived_at IS NOT NULL AS archived
+             FROM conversations WHERE owner_id = $1 AND (archived_at IS NOT NULL) = $2
              ORDER BY updated_at DESC, created_at DESC LIMIT 500",
         )
         .bind(owner_id)
+        .bind(archived)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(ConversationSummary::from).collect())
+    }
+
+    pub async fn conversation_summary(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationSummary>> {
+        let row: Option<SummaryRow> = sqlx::query_as(SUMMARY)
+            .bind(pg_text(id).as_ref())
+            .bind(owner_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(ConversationSummary::from))
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
@@ -29,15 +52,11 @@ impl PgStore {
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
             .execute(&mut *tx)
             .await?;
-        let Some(summary) = sqlx::query_as::<_, SummaryRow>(
-            "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
-                    rfc3339_millis(updated_at) AS updated_at
-             FROM conversations WHERE id = $1 AND owner_id = $2",
-        )
-        .bind(id)
-        .bind(owner_id)
-        .fetch_optional(&mut *tx)
-        .await?
+        let Some(summary) = sqlx::query_as::<_, SummaryRow>(SUMMARY)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&mut *tx)
+            .await?
         else {
             return Ok(None);
         };

@@ -5,13 +5,14 @@
 //! API's RFC 3339 text by the schema's `rfc3339_millis()`.
 //!
 //! By concern: a run's writes (`runs`), reads of conversations (`conversations`) and of traces
-//! (`traces`), what readers on other instances and the bus read or send (`bus`), instances'
+//! (`traces`), renaming, archiving and deleting conversations (`manage`), what readers on other instances and the bus read or send (`bus`), instances'
 //! leases (`lease`), `accounts`, `shares`, and text PostgreSQL accepts (`text`).
 
 mod accounts;
 mod bus;
 mod conversations;
 mod lease;
+mod manage;
 mod runs;
 mod shares;
 mod text;

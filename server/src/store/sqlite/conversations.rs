@@ -7,29 +7,53 @@ use crate::error::{Error, Result};
 use crate::store::decode_message;
 use crate::store::rows::{ActiveRunRow, SummaryRow};
 
+/// A conversation's summary row, by id (1) and owner (2).
+const SUMMARY: &str = "SELECT id, title, model, created_at, updated_at,
+        archived_at IS NOT NULL AS archived
+     FROM conversations WHERE id = ? AND owner_id = ?";
+
 impl SqliteStore {
-    pub async fn list_conversations(&self, owner_id: &str) -> Result<Vec<ConversationSummary>> {
+    /// The conversations of `owner_id`, newest first: the archived ones, or the others.
+    pub async fn list_conversations(
+        &self,
+        owner_id: &str,
+        archived: bool,
+    ) -> Result<Vec<ConversationSummary>> {
         let rows: Vec<SummaryRow> = sqlx::query_as(
-            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE owner_id = ?
+            "SELECT id, title, model, created_at, updated_at, archived_at IS NOT NULL AS archived
+             FROM conversations WHERE owner_id = ? AND (archived_at IS NOT NULL) = ?
              ORDER BY updated_at DESC, created_at DESC LIMIT 500",
         )
         .bind(owner_id)
+        .bind(archived)
         .fetch_all(&self.pool)
         .await?;
         Ok(rows.into_iter().map(ConversationSummary::from).collect())
+    }
+
+    /// One conversation of `owner_id`, without its messages.
+    pub async fn conversation_summary(
+        &self,
+        owner_id: &str,
+        id: &str,
+    ) -> Result<Option<ConversationSummary>> {
+        let row: Option<SummaryRow> = sqlx::query_as(SUMMARY)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row.map(ConversationSummary::from))
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
         // One read transaction: the messages and the active run come from the same snapshot, so
         // a run that ends between two reads cannot leave an empty "streaming" message unattached.
         let mut tx = self.pool.begin().await?;
-        let Some(summary) = sqlx::query_as::<_, SummaryRow>(
-            "SELECT id, title, model, created_at, updated_at FROM conversations WHERE id = ? AND owner_id = ?",
-        )
-        .bind(id)
-        .bind(owner_id)
-        .fetch_optional(&mut *tx)
-        .await?
+        let Some(summary) = sqlx::query_as::<_, SummaryRow>(SUMMARY)
+            .bind(id)
+            .bind(owner_id)
+            .fetch_optional(&mut *tx)
+            .await?
         else {
             return Ok(None);
         };

@@ -2,10 +2,12 @@
 //! and never wait for writes (WAL); every write is a job of the one [`Writer`].
 //!
 //! By concern: a run's writes (`runs`), reads of conversations (`conversations`) and of traces
-//! (`traces`), `accounts`, `shares`, and moving the WAL into the file (`wal`).
+//! (`traces`), renaming, archiving and deleting conversations (`manage`), `accounts`, `shares`, and
+//! moving the WAL into the file (`wal`).
 
 mod accounts;
 mod conversations;
+mod manage;
 mod runs;
 mod shares;
 mod traces;
@@ -119,7 +121,11 @@ impl SqliteStore {
 }
 
 /// The writer's connection: the same file and settings as the read pool's (WAL, NORMAL sync,
-/// foreign keys, a 10 s busy timeout), and the WAL limits of [`wal`]. Its temporary files stay in
+/// foreign keys, a 10 s busy timeout), and the WAL limits of [`wal`]. `secure_delete` overwrites
+/// whatever a delete frees with zeros (cells and whole freed pages): a deleted conversation's text
+/// must leave the file, and much of it was in checkpoint chunks that a run's end had already
+/// deleted, whose pages would otherwise keep it on the free list. The cost: a run's end writes
+/// its freed chunk pages once more (as zeros). Its temporary files stay in
 /// memory: each job's savepoint keeps a statement journal, which SQLite otherwise spills to a new
 /// temporary file past 64 KiB, so a checkpoint of 1,000 runs created, wrote and deleted about nine
 /// files, half the writer's `pwrite` calls (docs/benchmarks.md).
@@ -129,7 +135,7 @@ fn open_writer(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection>
     connection.execute_batch(&format!(
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;
          PRAGMA wal_autocheckpoint = {}; PRAGMA journal_size_limit = {};
-         PRAGMA temp_store = MEMORY;",
+         PRAGMA temp_store = MEMORY; PRAGMA secure_delete = ON;",
         wal::WRITER_AUTOCHECKPOINT_PAGES,
         wal::JOURNAL_SIZE_LIMIT_BYTES
     ))?;

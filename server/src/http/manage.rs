@@ -1,0 +1,84 @@
+//! Managing one's conversations (issue 35): rename, archive or unarchive (`PATCH`), delete one,
+//! delete all. The owner's only: anyone else's conversation answers 404, as an unknown one does.
+//! A conversation with a run going is not deleted (409 `run_in_progress`): stop the run first.
+
+use axum::{
+    extract::{Path, State},
+    http::StatusCode,
+    routing::{delete, patch},
+    Json, Router,
+};
+use serde::{Deserialize, Serialize};
+
+use app::models::ConversationSummary;
+
+use super::{extract::ApiJson, AppState, CurrentUser};
+use crate::{
+    error::{Error, Result},
+    stamps::now_rfc3339,
+    store::{clean_title, ConversationChange},
+};
+
+/// What a `PATCH` may change; at least one field.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Change {
+    /// The new title: plain text, on one line, 1 to 200 characters.
+    title: Option<String>,
+    /// Archive (`true`) or unarchive (`false`).
+    archived: Option<bool>,
+}
+
+/// What deleting all of one's conversations answers.
+#[derive(Debug, Serialize)]
+pub struct Deleted {
+    deleted: u64,
+}
+
+pub(super) fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/conversations", delete(delete_all))
+        .route("/api/conversations/{id}", patch(update).delete(delete_one))
+}
+
+/// `PATCH /api/conversations/{id}`: renames and/or archives it; answers its summary.
+pub async fn update(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(change): ApiJson<Change>,
+) -> Result<Json<ConversationSummary>> {
+    if change.title.is_none() && change.archived.is_none() {
+        return Err(Error::InvalidField(
+            "nothing to change: give a title or archived".into(),
+        ));
+    }
+    let change = ConversationChange {
+        title: change.title.as_deref().map(clean_title).transpose()?,
+        archived: change.archived,
+        now: now_rfc3339(),
+    };
+    let summary = state
+        .store
+        .update_conversation(user.id(), &id, change)
+        .await?;
+    Ok(Json(summary))
+}
+
+/// `DELETE /api/conversations/{id}`: deletes it and everything of it (204).
+pub async fn delete_one(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+) -> Result<StatusCode> {
+    state.store.delete_conversation(user.id(), &id).await?;
+    state.engine.forget_conversations(user.id(), Some(&id));
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// `DELETE /api/conversations`: deletes every conversation of the user; how many.
+pub async fn delete_all(State(state): State<AppState>, user: CurrentUser) -> Result<Json<Deleted>> {
+    let deleted = state.store.delete_all_conversations(user.id()).await?;
+    state.engine.forget_conversations(user.id(), None);
+    Ok(Json(Deleted { deleted }))
+}
