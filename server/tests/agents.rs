@@ -389,17 +389,8 @@ async fn canned_agent(answer: Vec<u8>, hold: Duration) -> String {
         while let Ok((mut socket, _)) = listener.accept().await {
             let answer = answer.clone();
             tokio::spawn(async move {
-                let mut request = Vec::new();
-                let mut buffer = [0u8; 8192];
-                // Read until the JSON body is whole (it ends with `}`).
-                while let Ok(read) = socket.read(&mut buffer).await {
-                    if read == 0 {
-                        return;
-                    }
-                    request.extend_from_slice(&buffer[..read]);
-                    if request.ends_with(b"}") {
-                        break;
-                    }
+                if read_request(&mut socket).await.is_none() {
+                    return;
                 }
                 let _ = socket.write_all(&answer).await;
                 tokio::time::sleep(hold).await;
@@ -407,6 +398,46 @@ async fn canned_agent(answer: Vec<u8>, hold: Duration) -> String {
         }
     });
     url
+}
+
+/// Reads one request until its JSON body is whole (these bodies end with `}`); `None` when the
+/// connection closed first.
+async fn read_request(socket: &mut tokio::net::TcpStream) -> Option<String> {
+    let mut request = Vec::new();
+    let mut buffer = [0u8; 8192];
+    while let Ok(read) = socket.read(&mut buffer).await {
+        if read == 0 {
+            return None;
+        }
+        request.extend_from_slice(&buffer[..read]);
+        if request.ends_with(b"}") {
+            return Some(String::from_utf8_lossy(&request).into_owned());
+        }
+    }
+    None
+}
+
+/// An agent that answers its requests with `answers`, one per connection in order, and passes
+/// each request (head and body) on.
+async fn recording_agent(
+    answers: Vec<Vec<u8>>,
+) -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("address"));
+    let (bodies_in, bodies) = tokio::sync::mpsc::unbounded_channel::<String>();
+    tokio::spawn(async move {
+        for answer in answers {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let request = read_request(&mut socket).await.unwrap_or_default();
+            let _ = bodies_in.send(request);
+            let _ = socket.write_all(&answer).await;
+        }
+    });
+    (url, bodies)
 }
 
 fn sse_answer(events: &[&str]) -> Vec<u8> {
@@ -682,31 +713,7 @@ async fn an_interrupt_of_another_reason_is_a_question_in_the_chat() {
         r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r","outcome":{"type":"interrupt","interrupts":[{"id":"q1","reason":"confirm_plan","message":"Go ahead with the plan?"}]}}"#,
     ]);
     let resumed = sse_answer(&[STARTED, TEXT[0], TEXT[1], FINISHED]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    let (bodies_in, mut bodies) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        for answer in [paused, resumed] {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let mut request = Vec::new();
-            let mut buffer = [0u8; 8192];
-            while let Ok(read) = socket.read(&mut buffer).await {
-                if read == 0 {
-                    break;
-                }
-                request.extend_from_slice(&buffer[..read]);
-                if request.ends_with(b"}") {
-                    break;
-                }
-            }
-            let _ = bodies_in.send(String::from_utf8_lossy(&request).into_owned());
-            let _ = socket.write_all(&answer).await;
-        }
-    });
+    let (url, mut bodies) = recording_agent(vec![paused, resumed]).await;
     let server = server_with_agents(&[("asks", &url, 30)]).await;
     let mut stream = server.chat_stream("agent/asks", "plan it").await;
     let events = stream
@@ -767,31 +774,7 @@ async fn encrypted_values_go_back_with_their_message_and_call_in_the_next_run() 
         FINISHED,
     ]);
     let second = sse_answer(&[STARTED, TEXT[0], TEXT[1], FINISHED]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("address"));
-    let (bodies_in, mut bodies) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(async move {
-        for answer in [first, second] {
-            let Ok((mut socket, _)) = listener.accept().await else {
-                return;
-            };
-            let mut request = Vec::new();
-            let mut buffer = [0u8; 8192];
-            while let Ok(read) = socket.read(&mut buffer).await {
-                if read == 0 {
-                    break;
-                }
-                request.extend_from_slice(&buffer[..read]);
-                if request.ends_with(b"}") {
-                    break;
-                }
-            }
-            let _ = bodies_in.send(String::from_utf8_lossy(&request).into_owned());
-            let _ = socket.write_all(&answer).await;
-        }
-    });
+    let (url, mut bodies) = recording_agent(vec![first, second]).await;
     let server = server_with_agents(&[("enc", &url, 30)]).await;
     let events = server
         .chat_stream("agent/enc", "first")
