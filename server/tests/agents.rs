@@ -440,6 +440,20 @@ async fn recording_agent(
     (url, bodies)
 }
 
+/// Runs the canned agent that answers `events` (as a 200 event stream) under `name`: the server
+/// (for further reads) and the run's events, whose invariants hold.
+async fn run_canned(name: &str, events: &[&str]) -> (TestServer, Vec<Event>) {
+    let url = canned_agent(sse_answer(events), Duration::ZERO).await;
+    let server = server_with_agents(&[(name, &url, 30)]).await;
+    let events = server
+        .chat_stream(&format!("agent/{name}"), "hello")
+        .await
+        .collect()
+        .await;
+    assert_invariants(&events);
+    (server, events)
+}
+
 fn sse_answer(events: &[&str]) -> Vec<u8> {
     let mut body = String::new();
     for event in events {
@@ -544,8 +558,9 @@ async fn refusals_wrong_types_and_silence_are_errors_not_hangs() {
 
 #[tokio::test]
 async fn unknown_event_types_are_dropped_and_counted_in_the_trace() {
-    let url = canned_agent(
-        sse_answer(&[
+    let (server, events) = run_canned(
+        "odd",
+        &[
             STARTED,
             r#"{"type":"SOMETHING_NEW","x":1}"#,
             // A user message the agent echoes is not its answer.
@@ -557,17 +572,9 @@ async fn unknown_event_types_are_dropped_and_counted_in_the_trace() {
             TEXT[1],
             r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
             FINISHED,
-        ]),
-        Duration::ZERO,
+        ],
     )
     .await;
-    let server = server_with_agents(&[("odd", &url, 30)]).await;
-    let events = server
-        .chat_stream("agent/odd", "hello")
-        .await
-        .collect()
-        .await;
-    assert_invariants(&events);
     let message = message_of(&events);
     assert_eq!(message.text(), "kept");
     let trace_id = message.trace_id.clone().expect("trace");
@@ -680,24 +687,17 @@ async fn a_run_on_one_instance_is_followed_and_stopped_from_another() {
 
 #[tokio::test]
 async fn a_call_left_without_a_result_ends_with_an_error_when_the_agent_finishes() {
-    let url = canned_agent(
-        sse_answer(&[
+    let (_server, events) = run_canned(
+        "open",
+        &[
             STARTED,
             r#"{"type":"TOOL_CALL_START","toolCallId":"c1","toolCallName":"frontend_tool"}"#,
             r#"{"type":"TOOL_CALL_ARGS","toolCallId":"c1","delta":"{}"}"#,
             r#"{"type":"TOOL_CALL_END","toolCallId":"c1"}"#,
             FINISHED,
-        ]),
-        Duration::ZERO,
+        ],
     )
     .await;
-    let server = server_with_agents(&[("open", &url, 30)]).await;
-    let events = server
-        .chat_stream("agent/open", "hello")
-        .await
-        .collect()
-        .await;
-    assert_invariants(&events);
     assert!(is_type(events.last().expect("end"), "message_final"));
     let message = message_of(&events);
     let calls = calls(&message);
