@@ -30,6 +30,13 @@ pydantic_pid=$!
 "$GLASSBOX_AGENT_PYTHON" examples/agents/langgraph_agent.py --port 8002 &
 langgraph_pid=$!
 trap 'kill $pydantic_pid $langgraph_pid 2>/dev/null || true' EXIT
+# Serve only once both agents listen (a first question would otherwise meet a closed port).
+for port in 8001 8002; do
+  for _ in $(seq 1 120); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+    sleep 0.5
+  done
+done
 mkdir -p data
 providers=data/example-agents.providers.json
 cat >"$providers" <<'JSON'
