@@ -808,7 +808,12 @@ async fn encrypted_values_go_back_with_their_message_and_call_in_the_next_run() 
     let next = bodies.recv().await.expect("the next request");
     let body: Value =
         serde_json::from_str(&next[next.find("\r\n\r\n").expect("a body") + 4..]).expect("JSON");
-    let messages = body["messages"].as_array().expect("messages");
+    assert_sent_back(body["messages"].as_array().expect("messages"));
+}
+
+/// The next request's messages carry the first run's, under the agent's ids, each with its
+/// encrypted value, then the new question.
+fn assert_sent_back(messages: &[Value]) {
     let reasoning = messages
         .iter()
         .find(|m| m["role"] == "reasoning")

@@ -82,6 +82,44 @@ pub async fn request(
     ))
 }
 
+/// A status that is not a success: `agent_refused`, with the agent's message (redacted).
+async fn refused(response: reqwest::Response, idle: Duration) -> Failure {
+    let status = response.status();
+    let body = error_body(response, idle).await;
+    let detail = crate::providers::error_message(&body)
+        .or_else(|| crate::sanitize::shorten(body.trim(), 200).map(|cut| format!("{cut}…")))
+        .unwrap_or_else(|| body.trim().to_owned());
+    let detail = crate::redact::redact_text(&detail);
+    let detail = if detail.is_empty() {
+        String::new()
+    } else {
+        format!(": {detail}")
+    };
+    failure(
+        "agent_refused",
+        format!("The agent answered {status}{detail}"),
+    )
+}
+
+/// The answer must be an event stream.
+fn check_event_stream(response: &reqwest::Response) -> Result<(), Failure> {
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("text/event-stream") {
+        return Ok(());
+    }
+    Err(failure(
+        "agent_protocol",
+        format!(
+            "The agent answered with content type '{}', not text/event-stream.",
+            crate::sanitize::shorten(content_type, 80).unwrap_or(content_type)
+        ),
+    ))
+}
+
 /// The start of a refusal's body (at most 4 KiB, within the idle timeout): enough for its message.
 async fn error_body(response: reqwest::Response, idle: Duration) -> String {
     let mut body = response.bytes_stream();
@@ -149,40 +187,10 @@ async fn send(
         }
         Ok(Ok(response)) => response,
     };
-    let status = response.status();
-    if !status.is_success() {
-        let body = error_body(response, idle).await;
-        let detail = crate::providers::error_message(&body)
-            .or_else(|| crate::sanitize::shorten(body.trim(), 200).map(|cut| format!("{cut}…")))
-            .unwrap_or_else(|| body.trim().to_owned());
-        let detail = crate::redact::redact_text(&detail);
-        return Err(failure(
-            "agent_refused",
-            format!(
-                "The agent answered {status}{}",
-                if detail.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {detail}")
-                }
-            ),
-        ));
+    if !response.status().is_success() {
+        return Err(refused(response, idle).await);
     }
-    let content_type = response
-        .headers()
-        .get(reqwest::header::CONTENT_TYPE)
-        .and_then(|value| value.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    if !content_type.starts_with("text/event-stream") {
-        return Err(failure(
-            "agent_protocol",
-            format!(
-                "The agent answered with content type '{}', not text/event-stream.",
-                crate::sanitize::shorten(&content_type, 80).unwrap_or(&content_type)
-            ),
-        ));
-    }
+    check_event_stream(&response)?;
     Ok(response)
 }
 
