@@ -92,6 +92,7 @@ async fn finish(store: &Store, tag: &str, status: MessageStatus, events: &[(u64,
         input_tokens: 12,
         output_tokens: 30,
         reasoning_tokens: Some(5),
+        ..Usage::default()
     });
     let json: Vec<Arc<str>> = events.iter().map(|(_, json)| json.clone()).collect();
     let (cancelled_by, reason, error_code) = match status {

@@ -128,10 +128,20 @@ impl MessageStatus {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {
+    /// Every input token billed, cached ones included (for Anthropic: `input_tokens` plus
+    /// `cache_creation_input_tokens` plus `cache_read_input_tokens`).
     pub input_tokens: u64,
+    /// Every output token billed, reasoning included.
     pub output_tokens: u64,
+    /// Of `output_tokens`, those spent reasoning, when the provider says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_tokens: Option<u64>,
+    /// Of `input_tokens`, those read from the provider's prompt cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    /// Of `input_tokens`, those written to the provider's prompt cache, when it says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<u64>,
 }
 
 impl Usage {
@@ -139,10 +149,17 @@ impl Usage {
         // Saturating: the counts come from a provider, and a wild one must not overflow.
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
         self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-        self.reasoning_tokens = match (self.reasoning_tokens, other.reasoning_tokens) {
-            (None, None) => None,
-            (mine, theirs) => Some(mine.unwrap_or(0).saturating_add(theirs.unwrap_or(0))),
-        };
+        self.reasoning_tokens = add_known(self.reasoning_tokens, other.reasoning_tokens);
+        self.cache_read_tokens = add_known(self.cache_read_tokens, other.cache_read_tokens);
+        self.cache_write_tokens = add_known(self.cache_write_tokens, other.cache_write_tokens);
+    }
+}
+
+/// The sum of two counts a provider may leave out: unknown only when both are.
+fn add_known(mine: Option<u64>, theirs: Option<u64>) -> Option<u64> {
+    match (mine, theirs) {
+        (None, None) => None,
+        (mine, theirs) => Some(mine.unwrap_or(0).saturating_add(theirs.unwrap_or(0))),
     }
 }
 

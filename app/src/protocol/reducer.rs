@@ -863,18 +863,21 @@ mod tests {
                 input_tokens: 10,
                 output_tokens: 5,
                 reasoning_tokens: None,
+                ..Usage::default()
             }))
             .push(EventKind::Usage(Usage {
                 input_tokens: 20,
                 output_tokens: 7,
                 reasoning_tokens: Some(3),
+                ..Usage::default()
             }));
         assert_eq!(
             script.message().usage,
             Some(Usage {
                 input_tokens: 30,
                 output_tokens: 12,
-                reasoning_tokens: Some(3)
+                reasoning_tokens: Some(3),
+                ..Usage::default()
             })
         );
     }

@@ -183,6 +183,7 @@ impl WireFormat for OpenAiChat {
                 reasoning_tokens: usage
                     .completion_tokens_details
                     .and_then(|details| details.reasoning_tokens),
+                ..app::protocol::Usage::default()
             };
         }
         let Some(choice) = chunk.choices.and_then(|c| c.into_iter().next()) else {

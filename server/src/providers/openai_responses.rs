@@ -335,6 +335,7 @@ fn completed(turn: &mut TurnBuilder, response: Outcome) {
             reasoning_tokens: usage
                 .output_tokens_details
                 .and_then(|details| details.reasoning_tokens),
+            ..app::protocol::Usage::default()
         };
     }
 }

@@ -212,11 +212,7 @@ impl TurnBuilder {
     }
 
     pub fn usage(&mut self) -> &mut app::protocol::Usage {
-        self.output.usage.get_or_insert(app::protocol::Usage {
-            input_tokens: 0,
-            output_tokens: 0,
-            reasoning_tokens: None,
-        })
+        self.output.usage.get_or_insert_with(Default::default)
     }
 
     /// The turn, its calls in stream order (a call without an id gets `call_<position>`).

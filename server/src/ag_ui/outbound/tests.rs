@@ -144,6 +144,7 @@ fn a_run_maps_event_by_event_and_closes_what_it_opens() {
             input_tokens: 3,
             output_tokens: 4,
             reasoning_tokens: None,
+            ..Usage::default()
         }),
         EventKind::MessageFinal {
             message: message(),

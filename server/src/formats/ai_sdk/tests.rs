@@ -54,6 +54,7 @@ fn usage() -> EventKind {
         input_tokens: 10,
         output_tokens: 5,
         reasoning_tokens: None,
+        ..Usage::default()
     })
 }
 
