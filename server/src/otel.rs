@@ -1,11 +1,12 @@
 //! Sends every finished run to an OpenTelemetry collector over OTLP/HTTP (protobuf), as the spans
-//! `exports::otel_spans` makes of its stored trace (see docs/observability.md).
+//! `exports::run_spans` makes of it (see docs/observability.md).
 //!
-//! A run never waits for this: its end only puts the trace's id on a bounded queue (a full queue
-//! drops the run and counts it). One task reads the queued traces back from the store, batches
-//! their spans and hands them to the OTLP exporter, which retries with backoff within its timeout;
-//! a batch that still fails, or a collector that does not answer in time, is dropped and counted
-//! with its reason for `/healthz`.
+//! A run never waits for the collector: its end maps the run it has in memory (its folded
+//! message, its logged events and model turns) to spans and puts them on a bounded queue (a full
+//! queue drops the run and counts it). A run recovered after a crash is queued by its trace id
+//! and read back from the store. One task batches the spans and hands them to the OTLP exporter,
+//! which retries with backoff within its timeout; a batch that still fails, or a collector that
+//! does not answer in time, is dropped and counted with its reason for `/healthz`.
 
 use std::{
     sync::{
@@ -23,9 +24,11 @@ use opentelemetry_sdk::{
 use serde::Serialize;
 use tokio::sync::mpsc;
 
+use app::{models::Trace, protocol::Message};
+
 use crate::{
-    exports::{otel_spans, SpanContent},
-    store::Store,
+    exports::{otel_spans, run_spans, SpanContent, SpanSource, Timings},
+    store::{ModelTurn, Store},
 };
 
 /// Finished runs waiting to be exported; one more is dropped.
@@ -48,11 +51,29 @@ pub struct OtlpConfig {
     pub content: bool,
 }
 
-/// A finished run to export: whose it is and its trace.
+/// A stored run to export (recovered after a crash): whose it is and its trace.
 #[derive(Clone, Debug)]
 pub struct FinishedRun {
     pub owner_id: String,
     pub trace_id: String,
+}
+
+/// A run that has just ended, as its task has it in memory.
+pub struct EndedRun<'a> {
+    /// The trace's row as stored (its `events` are not read).
+    pub trace: &'a Trace,
+    pub message: &'a Message,
+    /// Every event as logged, in seq order.
+    pub events: &'a [Arc<str>],
+    pub turns: &'a [ModelTurn],
+    /// The user's question, for content.
+    pub prompt: Option<&'a str>,
+}
+
+/// A run on the queue: its spans, or a stored trace to read back.
+enum Queued {
+    Spans(Vec<SpanData>),
+    Stored(FinishedRun),
 }
 
 /// The export's counts, as `/healthz` shows them: runs whose spans the collector took, runs
@@ -67,8 +88,9 @@ pub struct OtlpStats {
 /// The export's handle: cheap to clone, never blocks.
 #[derive(Clone)]
 pub struct Otlp {
-    queue: mpsc::Sender<FinishedRun>,
+    queue: mpsc::Sender<Queued>,
     counts: Arc<Counts>,
+    content: bool,
 }
 
 #[derive(Default)]
@@ -128,11 +150,41 @@ impl Otlp {
         };
         tokio::spawn(worker.run(receiver));
         tracing::info!(collector = %origin(&config.endpoint), content = config.content, "exporting finished runs over OTLP");
-        Ok(Otlp { queue, counts })
+        Ok(Otlp {
+            queue,
+            counts,
+            content: config.content,
+        })
     }
 
-    /// Queues a finished (stored) run for export; a full queue drops it.
+    /// Whether spans carry content (the caller then passes the question in [`EndedRun`]).
+    pub fn content(&self) -> bool {
+        self.content
+    }
+
+    /// Maps a run that has just ended (and is stored) to spans and queues them; a full queue
+    /// drops them.
+    pub fn ended(&self, run: EndedRun<'_>) {
+        let timings = Timings::of_logged(run.events, run.turns);
+        let source = SpanSource {
+            trace: run.trace,
+            message: Some(run.message),
+            turns: run.turns,
+            timings: &timings,
+        };
+        let content = match self.content {
+            true => SpanContent::With { prompt: run.prompt },
+            false => SpanContent::None,
+        };
+        self.queue(Queued::Spans(run_spans(&source, content)));
+    }
+
+    /// Queues a stored run (recovered after a crash) to be read back and exported.
     pub fn finished(&self, run: FinishedRun) {
+        self.queue(Queued::Stored(run));
+    }
+
+    fn queue(&self, run: Queued) {
         self.counts.pending.fetch_add(1, Ordering::Relaxed);
         if let Err(error) = self.queue.try_send(run) {
             self.counts.pending.fetch_sub(1, Ordering::Relaxed);
@@ -181,7 +233,7 @@ struct Worker {
 }
 
 impl Worker {
-    async fn run(self, mut queue: mpsc::Receiver<FinishedRun>) {
+    async fn run(self, mut queue: mpsc::Receiver<Queued>) {
         while let Some(first) = queue.recv().await {
             let mut batch = vec![first];
             let until = tokio::time::Instant::now() + BATCH_WINDOW;
@@ -197,13 +249,17 @@ impl Worker {
         }
     }
 
-    /// Reads the batch's traces from the store, one at a time, and sends their spans in requests
-    /// of about [`MAX_REQUEST_SPANS`] (a run's spans never split).
-    async fn export(&self, batch: Vec<FinishedRun>) {
+    /// Sends the batch's spans (reading stored runs back, one at a time) in requests of about
+    /// [`MAX_REQUEST_SPANS`] (a run's spans never split).
+    async fn export(&self, batch: Vec<Queued>) {
         let mut spans = Vec::new();
         let mut runs = 0u64;
-        for run in &batch {
-            match self.spans_of(run).await {
+        for run in batch {
+            let run_spans = match run {
+                Queued::Spans(spans) => Ok(spans),
+                Queued::Stored(run) => self.spans_of(&run).await,
+            };
+            match run_spans {
                 Ok(mut more) => {
                     spans.append(&mut more);
                     runs += 1;

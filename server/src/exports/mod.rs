@@ -8,5 +8,5 @@ mod otel;
 mod thoughtflow;
 
 pub use inspector::inspector;
-pub use otel::{otel_spans, SpanContent};
+pub use otel::{otel_spans, run_spans, SpanContent, SpanSource, Timings};
 pub use thoughtflow::{thoughtflow, to_d2};

@@ -1,8 +1,10 @@
 //! A finished run as OpenTelemetry spans with the GenAI semantic conventions (Development status,
 //! open-telemetry/semantic-conventions `gen-ai`): one `invoke_agent {agent}` span per run, a
 //! `chat {model}` span per model turn and an `execute_tool {tool}` span per tool call, both children
-//! of the run's span, timed by the stored events. Pure, like the other exports: built from the
-//! stored trace (its events folded by the reducer) and its model turns; `crate::otel` sends them.
+//! of the run's span, timed by the run's events. Pure, like the other exports: built from the
+//! run's folded message, its model turns and a few times read from its events ([`Timings`]),
+//! either as a run ends (its message already folded, its events read as logged, without decoding
+//! them) or from a stored trace (a run recovered after a crash); `crate::otel` sends them.
 //!
 //! Ids: the OTel trace id is the Glassbox trace id's 32 hex digits, so a backend finds a run by the
 //! id the UI shows; span ids are derived from the trace id and the turn or call, so exporting a
@@ -11,18 +13,21 @@
 
 use std::{
     borrow::Cow,
+    collections::HashMap,
+    sync::Arc,
     time::{Duration, SystemTime},
 };
 
 use app::protocol::{
-    fold, parse_rfc3339_millis, ApprovalDecision, EventKind, ResolvedBy, Segment, ToolCallSegment,
-    ToolCallStatus, TraceStatus,
+    fold, parse_rfc3339_millis, ApprovalDecision, Event, EventKind, Message, ResolvedBy, Segment,
+    ToolCallSegment, ToolCallStatus, TraceStatus,
 };
 use opentelemetry::{
     trace::{SpanContext, SpanId, SpanKind, Status, TraceFlags, TraceId, TraceState},
     Array, InstrumentationScope, KeyValue, StringValue, Value as OtelValue,
 };
 use opentelemetry_sdk::trace::{SpanData, SpanEvents, SpanLinks};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -41,25 +46,147 @@ pub enum SpanContent<'a> {
     With { prompt: Option<&'a str> },
 }
 
-/// The spans of a finished run: the run's own first, then its model turns, then its tool calls.
+/// What a run's spans are made of.
+pub struct SpanSource<'a> {
+    /// The trace's row: its ids, times, totals and ending (its `events` are not read).
+    pub trace: &'a Trace,
+    /// The run's message, folded by the reducer.
+    pub message: Option<&'a Message>,
+    pub turns: &'a [ModelTurn],
+    pub timings: &'a Timings,
+}
+
+/// The spans of a stored trace (a run recovered after a crash): its events folded and timed here.
 pub fn otel_spans(trace: &Trace, turns: &[ModelTurn], content: SpanContent<'_>) -> Vec<SpanData> {
-    let frame = Frame::new(trace, content);
-    let mut spans = vec![frame.run_span(turns)];
+    let message = fold(&trace.events);
+    let timings = Timings::of_events(&trace.events, turns);
+    let source = SpanSource {
+        trace,
+        message: message.as_ref(),
+        turns,
+        timings: &timings,
+    };
+    run_spans(&source, content)
+}
+
+/// The spans of a finished run: the run's own first, then its model turns, then its tool calls.
+pub fn run_spans(source: &SpanSource<'_>, content: SpanContent<'_>) -> Vec<SpanData> {
+    let frame = Frame::new(source, content);
+    let mut spans = vec![frame.run_span(source.turns)];
     spans.extend(
-        turns
+        source
+            .turns
             .iter()
             .enumerate()
             .map(|(index, turn)| frame.chat_span(index, turn)),
     );
-    if let Some(message) = fold(&trace.events) {
+    if let Some(message) = source.message {
         spans.extend(message.tool_calls().map(|call| frame.tool_span(call)));
     }
     spans
 }
 
+/// When things happened in a run, as its spans need them: each model turn's first output, each
+/// call's result and the last event, as unix milliseconds.
+#[derive(Debug, Default)]
+pub struct Timings {
+    /// Per model turn, in order: the first reasoning, text or call after its request went out.
+    first_output: Vec<Option<i64>>,
+    results: HashMap<String, i64>,
+    last: Option<i64>,
+}
+
+/// What the timings read of one event.
+struct Mark<'a> {
+    seq: u64,
+    ts: Cow<'a, str>,
+    kind: Cow<'a, str>,
+    call_id: Option<Cow<'a, str>>,
+}
+
+/// An event's [`Mark`] as the run's log holds it: the rest of the JSON is skipped, not built.
+#[derive(Deserialize)]
+struct LoggedMark<'a> {
+    seq: u64,
+    #[serde(borrow)]
+    ts: Cow<'a, str>,
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(default, borrow)]
+    call_id: Option<Cow<'a, str>>,
+}
+
+impl Timings {
+    /// From a run's events as logged (JSON, in seq order): the run ending now.
+    pub fn of_logged(events: &[Arc<str>], turns: &[ModelTurn]) -> Self {
+        let marks = events.iter().filter_map(|json| {
+            let mark: LoggedMark<'_> = serde_json::from_str(json).ok()?;
+            Some(Mark {
+                seq: mark.seq,
+                ts: mark.ts,
+                kind: mark.kind,
+                call_id: mark.call_id,
+            })
+        });
+        Self::of_marks(marks, turns)
+    }
+
+    /// From a stored trace's decoded events.
+    pub fn of_events(events: &[Event], turns: &[ModelTurn]) -> Self {
+        let marks = events.iter().map(|event| Mark {
+            seq: event.seq,
+            ts: Cow::Borrowed(event.ts.as_str()),
+            kind: Cow::Borrowed(event.kind.type_name()),
+            call_id: match &event.kind {
+                EventKind::ToolResult { call_id, .. } => Some(Cow::Borrowed(call_id.as_str())),
+                _ => None,
+            },
+        });
+        Self::of_marks(marks, turns)
+    }
+
+    /// One pass: an output event is the first of every turn whose request went out before it
+    /// and has none yet (the turns are in request order).
+    fn of_marks<'a>(marks: impl Iterator<Item = Mark<'a>>, turns: &[ModelTurn]) -> Self {
+        let mut timings = Timings {
+            first_output: vec![None; turns.len()],
+            ..Timings::default()
+        };
+        let (mut waiting, mut last_ts) = (0, None);
+        for mark in marks {
+            match (mark.kind.as_ref(), mark.call_id) {
+                (
+                    "reasoning_part_started"
+                    | "reasoning_part_delta"
+                    | "text_delta"
+                    | "tool_call_started",
+                    _,
+                ) => {
+                    let ms = parse_rfc3339_millis(&mark.ts);
+                    while waiting < turns.len() && turns[waiting].after_seq < mark.seq {
+                        timings.first_output[waiting] = ms;
+                        waiting += 1;
+                    }
+                }
+                ("tool_result", Some(call_id)) => {
+                    if let Some(ms) = parse_rfc3339_millis(&mark.ts) {
+                        timings.results.insert(call_id.into_owned(), ms);
+                    }
+                }
+                _ => {}
+            }
+            last_ts = Some(mark.ts);
+        }
+        timings.last = last_ts.as_deref().and_then(parse_rfc3339_millis);
+        timings
+    }
+}
+
 /// What every span of one run shares.
 struct Frame<'a> {
     trace: &'a Trace,
+    message: Option<&'a Message>,
+    timings: &'a Timings,
     trace_id: TraceId,
     root: SpanId,
     start_ms: i64,
@@ -80,22 +207,20 @@ struct SpanParts {
 }
 
 impl<'a> Frame<'a> {
-    fn new(trace: &'a Trace, content: SpanContent<'a>) -> Self {
+    fn new(source: &SpanSource<'a>, content: SpanContent<'a>) -> Self {
+        let trace = source.trace;
         let start_ms = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
         let end_ms = trace
             .completed_at
             .as_deref()
             .and_then(parse_rfc3339_millis)
-            .or_else(|| {
-                trace
-                    .events
-                    .last()
-                    .and_then(|e| parse_rfc3339_millis(&e.ts))
-            })
+            .or(source.timings.last)
             .unwrap_or(start_ms)
             .max(start_ms);
         Frame {
             trace,
+            message: source.message,
+            timings: source.timings,
             trace_id: trace_id_of(&trace.trace_id),
             root: span_id_of(&trace.trace_id, "run"),
             start_ms,
@@ -245,8 +370,8 @@ impl<'a> Frame<'a> {
 
     /// The answer's text, as the reducer folds it.
     fn answer(&self) -> Option<String> {
-        let message = fold(&self.trace.events)?;
-        let text: String = message
+        let text: String = self
+            .message?
             .segments
             .iter()
             .filter_map(|segment| match segment {
@@ -287,7 +412,8 @@ impl<'a> Frame<'a> {
             ));
         }
         attributes.extend(turn_usage(response));
-        if let Some(first_ms) = self.first_chunk_ms(turn, end_ms) {
+        let first_chunk = self.timings.first_output.get(index).copied().flatten();
+        if let Some(first_ms) = first_chunk.filter(|ms| *ms <= end_ms) {
             let seconds = (first_ms - start_ms).max(0) as f64 / 1000.0;
             attributes.push(KeyValue::new(
                 "gen_ai.response.time_to_first_chunk",
@@ -309,34 +435,9 @@ impl<'a> Frame<'a> {
         })
     }
 
-    /// When the turn's first output reached the run: its first reasoning or text event after the
-    /// request went out, while the turn lasted (a turn of tool calls only shows them after it).
-    fn first_chunk_ms(&self, turn: &ModelTurn, end_ms: i64) -> Option<i64> {
-        let first = self.trace.events.iter().find(|event| {
-            event.seq > turn.after_seq
-                && matches!(
-                    event.kind,
-                    EventKind::ReasoningPartStarted { .. }
-                        | EventKind::ReasoningPartDelta { .. }
-                        | EventKind::TextDelta { .. }
-                        | EventKind::ToolCallStarted { .. }
-                )
-        })?;
-        parse_rfc3339_millis(&first.ts).filter(|ms| *ms <= end_ms)
-    }
-
     /// `execute_tool {tool}`: one call, from its start to its result.
     fn tool_span(&self, call: &ToolCallSegment) -> SpanData {
-        let ended = self
-            .trace
-            .events
-            .iter()
-            .find_map(|event| match &event.kind {
-                EventKind::ToolResult { call_id, .. } if *call_id == call.call_id => {
-                    Some(event.ts.as_str())
-                }
-                _ => None,
-            });
+        let ended = self.timings.results.get(&call.call_id).copied();
         let (server, tool) = match call.name.split_once(NAME_SEPARATOR) {
             Some((server, tool)) => (Some(server), tool),
             None => (None, call.name.as_str()),
@@ -372,7 +473,7 @@ impl<'a> Frame<'a> {
             name: format!("execute_tool {tool}"),
             kind: SpanKind::Internal,
             start_ms: self.time_of(&call.started_at),
-            end_ms: ended.map_or(self.end_ms, |ts| self.time_of(ts)),
+            end_ms: ended.map_or(self.end_ms, |ms| self.clamp(ms)),
             attributes,
             status,
         })
@@ -631,6 +732,78 @@ mod tests {
         assert_eq!(id.to_string(), "0123456789abcdef0123456789abcdef");
         assert_ne!(trace_id_of("other"), TraceId::INVALID);
         assert_ne!(span_id_of("t", "run"), span_id_of("t", "turn/0"));
+    }
+
+    fn turn_after(after_seq: u64) -> ModelTurn {
+        ModelTurn {
+            model: "m".into(),
+            format: ProviderKind::default(),
+            after_seq,
+            request: Value::Null,
+            response: Value::Null,
+            started_at: String::new(),
+            completed_at: String::new(),
+        }
+    }
+
+    #[test]
+    fn timings_read_from_logged_json_are_those_of_the_decoded_events() {
+        let at = |ms: u64| format!("2026-01-22T10:30:00.{ms:03}Z");
+        let kinds = [
+            EventKind::TextDelta {
+                segment_id: "s1".into(),
+                sequence_number: Some(0),
+                delta: "a \"call_id\": no".into(),
+            },
+            EventKind::ToolCallStarted {
+                call_id: "c1".into(),
+                sequence_number: 1,
+                name: "t".into(),
+                display: None,
+                args: json!({"call_id": "not this"}),
+            },
+            EventKind::ToolResult {
+                call_id: "c1".into(),
+                status: app::protocol::ToolResultStatus::Success,
+                duration_ms: 5,
+                output: Some("ok".into()),
+                truncated: false,
+                full_length: None,
+                error: None,
+            },
+            EventKind::TextDelta {
+                segment_id: "s2".into(),
+                sequence_number: Some(2),
+                delta: "done".into(),
+            },
+        ];
+        let events: Vec<Event> = kinds
+            .into_iter()
+            .enumerate()
+            .map(|(i, kind)| Event {
+                seq: i as u64 + 1,
+                run_id: "r".into(),
+                ts: at(100 * (i as u64 + 1)),
+                kind,
+            })
+            .collect();
+        let logged: Vec<Arc<str>> = events
+            .iter()
+            .map(|event| serde_json::to_string(event).unwrap().into())
+            .collect();
+        let turns = [turn_after(0), turn_after(3)];
+        let (decoded, read) = (
+            Timings::of_events(&events, &turns),
+            Timings::of_logged(&logged, &turns),
+        );
+        let ms = |i: u64| parse_rfc3339_millis(&at(100 * i));
+        assert_eq!(decoded.first_output, vec![ms(1), ms(4)]);
+        assert_eq!(decoded.results.get("c1").copied(), ms(3));
+        assert_eq!(decoded.last, ms(4));
+        assert_eq!(
+            (read.first_output, read.results, read.last),
+            (decoded.first_output, decoded.results, decoded.last)
+        );
     }
 
     #[test]

@@ -3,7 +3,10 @@
 
 use std::{sync::Arc, time::Duration};
 
-use app::protocol::{CancelledBy, ErrorCode, Message};
+use app::{
+    models::Trace,
+    protocol::{CancelledBy, ErrorCode, Message},
+};
 
 use super::engine::{Engine, RunSlot};
 use super::{Overflow, Run, RunEnding};
@@ -38,6 +41,7 @@ impl Engine {
             Ok(agent) => self.run_agent(&run, agent.as_ref(), &context).await,
         };
         let model_turns = context.take_model_turns();
+        let question = Question::of(&context, self.otlp.get());
         drop(context);
 
         // The checkpointer's last write lands before the final one, so nothing is written twice.
@@ -45,15 +49,22 @@ impl Engine {
 
         let message = run.close(&ending);
         let events = run.all_events();
+        let closing = Closing::new(&run, &ending, &message);
         let closed = self
-            .store_trace(&run, &ending, &message, &events, &model_turns)
+            .store_trace(
+                &run,
+                closing.finished(&run, &message, &events, &model_turns),
+            )
             .await;
         run.publish_end();
         // A run another instance took for lost and closed is that instance's to export.
         if let (true, Some(otlp)) = (closed, self.otlp.get()) {
-            otlp.finished(crate::otel::FinishedRun {
-                owner_id: run.owner_id.clone(),
-                trace_id: run.trace_id.clone(),
+            otlp.ended(crate::otel::EndedRun {
+                trace: &closing.trace(&run, &message, question.id),
+                message: &message,
+                events: &events,
+                turns: &model_turns,
+                prompt: question.text.as_deref(),
             });
         }
         tracing::info!(
@@ -99,42 +110,10 @@ impl Engine {
     /// whose trace cannot be written (a full disk) stays in memory, its stream open, and is
     /// retried with backoff while `/healthz` reports the failing writes. Answers whether this
     /// run's ending closed the trace (not when another instance had closed it).
-    async fn store_trace(
-        &self,
-        run: &Run,
-        ending: &RunEnding,
-        message: &Message,
-        events: &[Arc<str>],
-        model_turns: &[ModelTurn],
-    ) -> bool {
-        let (cancelled_by, reason, error_code) = match ending {
-            RunEnding::Completed => (None, None, None),
-            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
-            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code)),
-        };
-        // The trace keeps the reason apart from the events: cleaned as the events' copy is.
-        let reason = reason.map(|mut reason| {
-            crate::sanitize::sanitize_text(&mut reason);
-            reason
-        });
-        let completed_at = now_rfc3339();
-        let finished = || FinishedTrace {
-            trace_id: &run.trace_id,
-            message,
-            completed_at: &completed_at,
-            // The same figure the message carries (its footer shows it).
-            duration_ms: message
-                .duration_ms
-                .unwrap_or_else(|| run.started_at.elapsed().as_millis() as u64),
-            cancelled_by,
-            reason: reason.as_deref(),
-            error_code,
-            events,
-            model_turns,
-        };
+    async fn store_trace(&self, run: &Run, finished: FinishedTrace<'_>) -> bool {
         let mut delay = FINISH_RETRY_FIRST;
         loop {
-            match self.store.finish_run(finished()).await {
+            match self.store.finish_run(finished).await {
                 Ok(closed) => {
                     self.set_unstored(&run.run_id, None);
                     return closed;
@@ -202,6 +181,104 @@ async fn out_of_time(run: &Run, limit: Duration) {
         match limit.checked_sub(used) {
             Some(left) if !left.is_zero() => tokio::time::sleep(left).await,
             _ => return,
+        }
+    }
+}
+
+/// How a run ended, as its trace keeps it: worked out once for the store and the OTLP export.
+struct Closing {
+    completed_at: String,
+    duration_ms: u64,
+    cancelled_by: Option<CancelledBy>,
+    /// Kept apart from the events: cleaned as the events' copy is.
+    reason: Option<String>,
+    error_code: Option<ErrorCode>,
+}
+
+impl Closing {
+    fn new(run: &Run, ending: &RunEnding, message: &Message) -> Self {
+        let (cancelled_by, reason, error_code) = match ending {
+            RunEnding::Completed => (None, None, None),
+            RunEnding::Cancelled { by, reason } => (Some(*by), Some(reason.clone()), None),
+            RunEnding::Failed { code, error } => (None, Some(error.clone()), Some(code.clone())),
+        };
+        Closing {
+            completed_at: now_rfc3339(),
+            // The same figure the message carries (its footer shows it).
+            duration_ms: message
+                .duration_ms
+                .unwrap_or_else(|| run.started_at.elapsed().as_millis() as u64),
+            cancelled_by,
+            reason: reason.map(|mut reason| {
+                crate::sanitize::sanitize_text(&mut reason);
+                reason
+            }),
+            error_code,
+        }
+    }
+
+    fn finished<'a>(
+        &'a self,
+        run: &'a Run,
+        message: &'a Message,
+        events: &'a [Arc<str>],
+        model_turns: &'a [ModelTurn],
+    ) -> FinishedTrace<'a> {
+        FinishedTrace {
+            trace_id: &run.trace_id,
+            message,
+            completed_at: &self.completed_at,
+            duration_ms: self.duration_ms,
+            cancelled_by: self.cancelled_by,
+            reason: self.reason.as_deref(),
+            error_code: self.error_code.as_ref(),
+            events,
+            model_turns,
+        }
+    }
+
+    /// The trace's row as the store keeps it, without its events.
+    fn trace(&self, run: &Run, message: &Message, user_message_id: String) -> Trace {
+        let usage = message.usage;
+        let count = |count: u64| i64::try_from(count).unwrap_or(i64::MAX);
+        Trace {
+            trace_id: run.trace_id.clone(),
+            run_id: run.run_id.clone(),
+            conversation_id: run.conversation_id.clone(),
+            message_id: run.message_id.clone(),
+            user_message_id,
+            model: run.model.clone(),
+            status: message.status.into(),
+            started_at: run.started_ts.clone(),
+            completed_at: Some(self.completed_at.clone()),
+            total_tool_calls: count(message.tool_calls().count() as u64),
+            input_tokens: usage.map(|u| count(u.input_tokens)),
+            output_tokens: usage.map(|u| count(u.output_tokens)),
+            reasoning_tokens: usage.and_then(|u| u.reasoning_tokens).map(count),
+            total_tokens_used: usage.map(|u| count(u.input_tokens.saturating_add(u.output_tokens))),
+            total_duration_ms: Some(count(self.duration_ms)),
+            cancelled_by: self.cancelled_by,
+            cancellation_reason: self.reason.clone(),
+            error_code: self.error_code.clone(),
+            events: Vec::new(),
+        }
+    }
+}
+
+/// The user's message, as the OTLP export needs it: its id, and its text when spans carry
+/// content.
+struct Question {
+    id: String,
+    text: Option<String>,
+}
+
+impl Question {
+    fn of(context: &RunContext, otlp: Option<&crate::otel::Otlp>) -> Self {
+        Question {
+            id: context.user_message.id.clone(),
+            text: otlp
+                .filter(|otlp| otlp.content())
+                .map(|_| context.user_message.text()),
         }
     }
 }

@@ -95,7 +95,7 @@ impl CheckpointChunk {
 }
 
 /// The trace row's final state.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct FinishedTrace<'a> {
     pub trace_id: &'a str,
     pub message: &'a Message,
