@@ -46,12 +46,37 @@ async fn completions(Json(body): Json<Value>) -> Response {
     ([("content-type", "text/event-stream")], text).into_response()
 }
 
+/// An AG-UI agent (`agent/streamer`) that streams a call's arguments in two deltas, gets the
+/// result and answers.
+async fn streaming_agent() -> Response {
+    let events = [
+        r#"{"type":"RUN_STARTED","threadId":"t","runId":"r"}"#,
+        r#"{"type":"TOOL_CALL_START","toolCallId":"w1","toolCallName":"weather"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"w1","delta":"{\"city\":"}"#,
+        r#"{"type":"TOOL_CALL_ARGS","toolCallId":"w1","delta":"\"Paris\"}"}"#,
+        r#"{"type":"TOOL_CALL_END","toolCallId":"w1"}"#,
+        r#"{"type":"TOOL_CALL_RESULT","messageId":"w1-out","toolCallId":"w1","content":"sunny"}"#,
+        r#"{"type":"TEXT_MESSAGE_START","messageId":"m","role":"assistant"}"#,
+        r#"{"type":"TEXT_MESSAGE_CONTENT","messageId":"m","delta":"It is sunny."}"#,
+        r#"{"type":"TEXT_MESSAGE_END","messageId":"m"}"#,
+        r#"{"type":"RUN_FINISHED","threadId":"t","runId":"r"}"#,
+    ];
+    let text: String = events
+        .iter()
+        .map(|event| format!("data: {event}\n\n"))
+        .collect();
+    ([("content-type", "text/event-stream")], text).into_response()
+}
+
+/// The fake servers' base URL: the model under `/v1`, the agent at `/agent`.
 async fn start_fake() -> String {
-    let router = Router::new().route("/v1/chat/completions", post(completions));
+    let router = Router::new()
+        .route("/v1/chat/completions", post(completions))
+        .route("/agent", post(streaming_agent));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind fake");
-    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
+    let base = format!("http://{}", listener.local_addr().expect("address"));
     tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
@@ -72,8 +97,9 @@ async fn site(ask: bool) -> (std::sync::Arc<tempfile::TempDir>, PathBuf) {
     let dir = test_dir();
     let providers = dir.path().join("providers.json");
     let file = json!({
-        "providers": [{"name": "fake", "kind": "openai_chat", "base_url": base,
+        "providers": [{"name": "fake", "kind": "openai_chat", "base_url": format!("{base}/v1"),
                        "api_key_env": KEY_VARIABLE, "models": ["tools"]}],
+        "agents": [{"name": "streamer", "url": format!("{base}/agent")}],
         "approval": {"tools": {"list_dir": if ask { "ask" } else { "auto" }}},
     });
     std::fs::write(&providers, file.to_string()).expect("write providers");
@@ -152,6 +178,13 @@ async fn a_demo_run_reads_into_a_ui_message() {
     let (status, conversation) = server.get_json(&format!("/api/conversations/{id}")).await;
     assert_eq!(status, 200, "{conversation}");
     assert_eq!(conversation["messages"].as_array().map(Vec::len), Some(4));
+}
+
+#[tokio::test]
+async fn an_agents_streamed_arguments_arrive_as_input_deltas() {
+    let server = start(false).await;
+    let summary = check(&server, "agent").await;
+    assert_eq!(summary["deltas"], 1, "{summary}");
 }
 
 #[tokio::test]

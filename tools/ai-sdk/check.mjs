@@ -1,6 +1,6 @@
 // The Vercel AI SDK (npm `ai`, no React) as the client of Glassbox's UI message stream.
 // Usage: node check.mjs <case> <base URL>. Prints what it checked; exits 1 on the first failure.
-// Cases: demo, model (a model with tools through the test's fake OpenAI server, and an approval
+// Cases: demo, agent (an AG-UI agent's call whose arguments stream in), model (a model with tools through the test's fake OpenAI server, and an approval
 // answered by a request like the one addToolApprovalResponse makes), chat (the SDK's own Chat
 // with DefaultChatTransport and addToolApprovalResponse), resume (a dropped connection, then
 // GET .../stream), errors.
@@ -105,6 +105,23 @@ const cases = {
     assert.equal(second.message.parts[0].data.conversation_id, run.conversation_id);
     assert.notEqual(second.message.parts[0].data.trace_id, run.trace_id);
     return { parts: message.parts.map((part) => part.type), conversation_id: run.conversation_id };
+  },
+
+  async agent() {
+    // An AG-UI agent's call whose arguments stream in: deltas, then the whole input, then the output.
+    const { message, chunks, raw } = await read(await post(newId(), [userMessage("Weather?")], { model: "agent/streamer" }));
+    endsWith(raw, "stop");
+    const types = chunks.map((chunk) => chunk.type);
+    const deltas = chunks.filter((chunk) => chunk.type === "tool-input-delta");
+    assert.ok(deltas.length >= 1, `input deltas: ${types}`);
+    assert.ok(types.indexOf("tool-input-start") < types.indexOf("tool-input-delta"), `${types}`);
+    assert.ok(types.indexOf("tool-input-delta") < types.indexOf("tool-input-available"), `${types}`);
+    const call = tool(message, "weather");
+    assert.equal(call.state, "output-available", JSON.stringify(call));
+    assert.deepEqual(call.input, { city: "Paris" });
+    assert.equal(call.output, "sunny");
+    assert.equal(text(message), "It is sunny.");
+    return { deltas: deltas.length };
   },
 
   async model() {

@@ -9,7 +9,10 @@
 //! content between), and the calls stay in the step of the turn that made them. An agent without
 //! model turns (the demo) gives one step.
 
-use std::{borrow::Cow, collections::HashSet};
+use std::{
+    borrow::Cow,
+    collections::{HashMap, HashSet},
+};
 
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
 use serde::{Deserialize, Serialize};
@@ -33,6 +36,9 @@ pub struct UiMessageStream {
     reasoning: Vec<String>,
     /// Calls whose input the client has: only they may get approvals and outputs.
     calls: HashSet<String>,
+    /// Calls whose input streams in (an AG-UI agent's), started without it: the input text
+    /// the client has so far. Their `tool-input-available` waits for the whole input.
+    streaming: HashMap<String, StreamingInput>,
     /// Calls with input and no output yet.
     open_calls: HashSet<String>,
     /// Calls whose approval request the client has, without an answer yet.
@@ -127,8 +133,14 @@ impl UiMessageStream {
                 args,
                 ..
             } => self.tool_input(out_ref, call_id, name, display.as_deref(), args),
+            EventKind::ToolCallUpdate {
+                call_id,
+                args_text,
+                args,
+                ..
+            } => self.tool_update(out_ref, call_id, args_text.as_deref(), args.as_ref()),
             // An inner agent's state for its next request is Glassbox's to keep.
-            EventKind::ToolCallUpdate { .. } | EventKind::AgentState { .. } => {}
+            EventKind::AgentState { .. } => {}
             EventKind::ToolApprovalRequested { .. } | EventKind::ToolApprovalResolved { .. } => {
                 self.approval(out_ref, &event.kind)
             }
@@ -192,6 +204,7 @@ impl UiMessageStream {
                 if !self.calls.contains(call_id) {
                     self.tool_input(out, call_id, name, None, args);
                 }
+                self.input_available(out, call_id, Some(args));
                 self.asked.insert(call_id.clone());
                 out.push(json!({
                     "type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id,
@@ -312,6 +325,10 @@ impl UiMessageStream {
     /// Closes the open parts, then the step.
     fn close_step(&mut self, out: &mut Vec<Value>) {
         self.close_text(out);
+        let streaming: Vec<String> = self.streaming.keys().cloned().collect();
+        for call_id in streaming {
+            self.input_available(out, &call_id, None);
+        }
         for id in self.reasoning.drain(..) {
             out.push(json!({ "type": "reasoning-end", "id": id }));
         }
@@ -342,7 +359,8 @@ impl UiMessageStream {
         out.push(json!({ "type": "text-delta", "id": segment_id, "delta": delta }));
     }
 
-    /// A call's whole input at once (Glassbox sends the arguments whole): a dynamic tool, since
+    /// A call's input: whole at once (Glassbox's own tools), or, for a call started without
+    /// arguments, as the agent streams them (see [`Self::tool_update`]). A dynamic tool, since
     /// the client declares none of Glassbox's tools.
     fn tool_input(
         &mut self,
@@ -357,18 +375,60 @@ impl UiMessageStream {
         let mut start = json!({
             "type": "tool-input-start", "toolCallId": call_id, "toolName": name, "dynamic": true,
         });
-        let mut available = json!({
-            "type": "tool-input-available", "toolCallId": call_id, "toolName": name,
-            "input": args, "dynamic": true,
-        });
         if let Some(title) = display {
             start["title"] = json!(title);
-            available["title"] = json!(title);
         }
-        out.extend([start, available]);
+        out.push(start);
+        let input = StreamingInput {
+            name: name.to_owned(),
+            title: display.map(str::to_owned),
+            text: String::new(),
+        };
+        if is_empty_args(args) {
+            self.streaming.insert(call_id.to_owned(), input);
+        } else {
+            out.push(input.available(call_id, args));
+        }
         self.calls.insert(call_id.to_owned());
         self.open_calls.insert(call_id.to_owned());
         self.paused = false;
+    }
+
+    /// A streamed input's text so far (`tool-input-delta` with what the client lacks; nothing
+    /// when redaction rewrote what it has) and its whole arguments (`tool-input-available`).
+    fn tool_update(
+        &mut self,
+        out: &mut Vec<Value>,
+        call_id: &str,
+        args_text: Option<&str>,
+        args: Option<&Value>,
+    ) {
+        let Some(input) = self.streaming.get_mut(call_id) else {
+            return;
+        };
+        if let Some(more) = args_text.and_then(|text| text.strip_prefix(input.text.as_str())) {
+            if !more.is_empty() {
+                out.push(json!({
+                    "type": "tool-input-delta", "toolCallId": call_id, "inputTextDelta": more,
+                }));
+                input.text.push_str(more);
+            }
+        }
+        if args.is_some() {
+            self.input_available(out, call_id, args);
+        }
+    }
+
+    /// Ends a streamed input: `args` when known, else what its text parses to, else `{}`.
+    fn input_available(&mut self, out: &mut Vec<Value>, call_id: &str, args: Option<&Value>) {
+        if let Some(input) = self.streaming.remove(call_id) {
+            let parsed = serde_json::from_str::<Value>(&input.text).ok();
+            let args = args
+                .or(parsed.as_ref())
+                .cloned()
+                .unwrap_or_else(|| json!({}));
+            out.push(input.available(call_id, &args));
+        }
     }
 
     fn tool_result(&mut self, out: &mut Vec<Value>, kind: &EventKind) {
@@ -387,6 +447,7 @@ impl UiMessageStream {
         if !self.calls.contains(call_id) {
             return;
         }
+        self.input_available(out, call_id, None);
         self.open_calls.remove(call_id);
         self.asked.remove(call_id);
         self.paused = false;
@@ -469,6 +530,37 @@ struct DeltaChunk<'a> {
     kind: &'a str,
     id: &'a str,
     delta: &'a str,
+}
+
+/// A call whose input streams in, as far as the client has it.
+#[derive(Debug)]
+struct StreamingInput {
+    name: String,
+    title: Option<String>,
+    text: String,
+}
+
+impl StreamingInput {
+    /// The call's `tool-input-available` chunk.
+    fn available(&self, call_id: &str, args: &Value) -> Value {
+        let mut chunk = json!({
+            "type": "tool-input-available", "toolCallId": call_id, "toolName": self.name,
+            "input": args, "dynamic": true,
+        });
+        if let Some(title) = &self.title {
+            chunk["title"] = json!(title);
+        }
+        chunk
+    }
+}
+
+/// Whether a call started without its arguments: they stream in later.
+fn is_empty_args(args: &Value) -> bool {
+    match args {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        _ => false,
+    }
 }
 
 /// A reasoning part's id: its segment and summary index, as the reducer keys them.

@@ -440,3 +440,67 @@ fn a_delta_of_an_open_part_maps_the_same_from_its_json() {
     let first_text = serde_json::to_string(&log[3]).unwrap_or_default();
     assert_eq!(stream.push_delta(&first_text), None);
 }
+
+#[test]
+fn streamed_arguments_are_input_deltas_then_the_whole_input() {
+    let update = |text: Option<&str>, args: Option<Value>| EventKind::ToolCallUpdate {
+        call_id: "c1".into(),
+        output_delta: None,
+        progress: None,
+        args_text: text.map(str::to_owned),
+        args,
+    };
+    let mut start = call("c1");
+    if let EventKind::ToolCallStarted { args, .. } = &mut start {
+        *args = json!({});
+    }
+    let chunks = map(vec![
+        started(),
+        start,
+        update(Some("{\"path\":"), None),
+        update(Some("{\"path\":\"a.rs\"}"), None),
+        // Redaction rewrote what the client has: no delta, the whole input still comes.
+        update(Some("{\"path\":\"[REDACTED]\"}"), None),
+        update(None, Some(json!({ "path": "a.rs" }))),
+        result("c1", ToolResultStatus::Success),
+        final_event(),
+    ]);
+    assert_eq!(
+        types(&chunks)[2..8],
+        [
+            "start-step",
+            "tool-input-start",
+            "tool-input-delta",
+            "tool-input-delta",
+            "tool-input-available",
+            "tool-output-available",
+        ]
+    );
+    assert_eq!(chunks[4]["inputTextDelta"], "{\"path\":");
+    assert_eq!(chunks[5]["inputTextDelta"], "\"a.rs\"}");
+    assert_eq!(chunks[6]["input"], json!({ "path": "a.rs" }));
+}
+
+#[test]
+fn a_call_whose_arguments_never_come_gets_its_input_before_its_output() {
+    let mut start = call("c1");
+    if let EventKind::ToolCallStarted { args, .. } = &mut start {
+        *args = json!({});
+    }
+    let chunks = map(vec![
+        started(),
+        start,
+        result("c1", ToolResultStatus::Success),
+        final_event(),
+    ]);
+    assert_eq!(
+        types(&chunks)[2..6],
+        [
+            "start-step",
+            "tool-input-start",
+            "tool-input-available",
+            "tool-output-available",
+        ]
+    );
+    assert_eq!(chunks[4]["input"], json!({}));
+}
