@@ -150,6 +150,8 @@ async fn the_reference_client_drives_a_demo_run_to_the_end_in_a_conversation_of_
     validate(&run, &[]);
     let types = run.types();
     for kind in [
+        "STEP_STARTED",
+        "STEP_FINISHED",
         "REASONING_MESSAGE_CONTENT",
         "TOOL_CALL_ARGS",
         "TOOL_CALL_RESULT",

@@ -1,12 +1,14 @@
 //! A Glassbox run as an AG-UI 1.0 run: a pure state machine that turns each event of the run's log
 //! into the AG-UI events it means, opening and closing text messages, reasoning spans and tool
 //! calls so that everything opened is closed before the terminal event. `POST /api/ag-ui` feeds
-//! it the same log the SSE endpoint streams (see docs/protocol.md for the table).
+//! it the same log the SSE endpoint streams (see docs/protocol.md for the table). Each model turn
+//! is a step (`STEP_STARTED`/`STEP_FINISHED`, named `turn_<n>`), as `formats::steps` finds them.
 
 use app::protocol::{EventKind, ToolResultStatus, Usage};
 use serde_json::{json, Value};
 
 use super::wire::{Event, Interrupt, Outcome, TokenUsage};
+use crate::formats::steps::{StepChange, Steps};
 
 /// The reason of the interrupt an approval request becomes.
 pub const TOOL_CALL_REASON: &str = "tool_call";
@@ -23,6 +25,7 @@ pub struct Outbound {
     calls: Vec<String>,
     usage: Option<Usage>,
     model: Option<String>,
+    steps: Steps,
     ended: bool,
 }
 
@@ -37,6 +40,7 @@ impl Outbound {
             calls: Vec::new(),
             usage: None,
             model: None,
+            steps: Steps::default(),
             ended: false,
         }
     }
@@ -103,6 +107,8 @@ impl Outbound {
             EventKind::ToolResult { .. } => self.result(kind, &mut out),
             EventKind::Usage(usage) => {
                 self.usage.get_or_insert_with(Usage::default).add(usage);
+                let change = self.steps.usage();
+                self.step(change, &mut out);
             }
             EventKind::MessageFinal { .. }
             | EventKind::MessageCancelled { .. }
@@ -139,13 +145,30 @@ impl Outbound {
         });
     }
 
+    /// Closes the open step (what is open in it first), then opens the next, as `change` says.
+    fn step(&mut self, change: StepChange, out: &mut Vec<Event>) {
+        if let Some(number) = change.close {
+            self.close_all(out);
+            out.push(Event::StepFinished {
+                step_name: step_name(number),
+            });
+        }
+        if let Some(number) = change.open {
+            out.push(Event::StepStarted {
+                step_name: step_name(number),
+            });
+        }
+    }
+
     fn open_reasoning(&mut self, segment_id: &str, index: u32, out: &mut Vec<Event>) {
-        self.close_text(out);
-        self.close_calls(out);
         let message_id = reasoning_message_id(segment_id, index);
         if self.reasoning_message.as_deref() == Some(message_id.as_str()) {
             return;
         }
+        let change = self.steps.content();
+        self.step(change, out);
+        self.close_text(out);
+        self.close_calls(out);
         self.close_reasoning_message(out);
         if self.reasoning.as_deref() != Some(segment_id) {
             self.close_reasoning(out);
@@ -175,6 +198,10 @@ impl Outbound {
     }
 
     fn text(&mut self, segment_id: &str, delta: &str, out: &mut Vec<Event>) {
+        if self.text.as_deref() != Some(segment_id) {
+            let change = self.steps.content();
+            self.step(change, out);
+        }
         self.close_reasoning(out);
         self.close_calls(out);
         if self.text.as_deref() != Some(segment_id) {
@@ -203,11 +230,13 @@ impl Outbound {
     /// TOOL_CALL_START, and the arguments as one ARGS then END when they are known; an agent
     /// that streams them sends them later (`tool_call_update.args`).
     fn start_call(&mut self, call_id: &str, name: &str, args: &Value, out: &mut Vec<Event>) {
-        self.close_text(out);
-        self.close_reasoning(out);
         if self.calls.iter().any(|id| id == call_id) {
             return;
         }
+        let change = self.steps.call();
+        self.step(change, out);
+        self.close_text(out);
+        self.close_reasoning(out);
         out.push(Event::ToolCallStart {
             tool_call_id: call_id.to_owned(),
             tool_call_name: name.to_owned(),
@@ -244,6 +273,13 @@ impl Outbound {
         self.close_text(out);
         self.close_reasoning(out);
         self.close_calls(out);
+    }
+
+    /// Closes what is open, then the open step: before the run's end or its interrupt.
+    fn finish(&mut self, out: &mut Vec<Event>) {
+        let change = self.steps.end();
+        self.step(change, out);
+        self.close_all(out);
     }
 
     /// TOOL_CALL_RESULT: the output (or the error's text) as content, the status in `metadata`.
@@ -286,7 +322,7 @@ impl Outbound {
 
     /// An approval request: the AG-UI run ends with an interrupt the client answers by resuming.
     fn interrupt(&mut self, call_id: &str, out: &mut Vec<Event>) {
-        self.close_all(out);
+        self.finish(out);
         let interrupt = Interrupt {
             id: interrupt_id(call_id),
             reason: TOOL_CALL_REASON.into(),
@@ -309,7 +345,7 @@ impl Outbound {
     }
 
     fn terminal(&mut self, kind: &EventKind, out: &mut Vec<Event>) {
-        self.close_all(out);
+        self.finish(out);
         let usage = self.token_usage();
         out.push(match kind {
             EventKind::MessageCancelled {
@@ -373,6 +409,10 @@ pub fn approval_schema() -> Value {
         },
         "required": ["approved"]
     })
+}
+
+fn step_name(number: u32) -> String {
+    format!("turn_{number}")
 }
 
 fn reasoning_message_id(segment_id: &str, index: u32) -> String {

@@ -4,10 +4,7 @@
 //! run log the SSE endpoint reads and writes each chunk as one `data:` frame. docs/protocol.md has
 //! the mapping event by event.
 //!
-//! Steps: a model turn ends with its `usage` event, and the turn's tool calls follow it, so a
-//! step closes when the next turn's reasoning or text arrives (or a second `usage` comes without
-//! content between), and the calls stay in the step of the turn that made them. An agent without
-//! model turns (the demo) gives one step.
+//! Steps (`start-step`/`finish-step`) are the model turns [`Steps`] finds in the events.
 
 use std::{
     borrow::Cow,
@@ -17,6 +14,8 @@ use std::{
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+
+use super::steps::{StepChange, Steps};
 
 /// The last frame's data, after the terminal chunk.
 pub const DONE: &str = "[DONE]";
@@ -29,9 +28,7 @@ pub const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 pub struct UiMessageStream {
     message_id: String,
     run: Map<String, Value>,
-    step_open: bool,
-    /// The current step's model turn has reported its usage: the next content is a new turn.
-    turn_ended: bool,
+    steps: Steps,
     text: Option<String>,
     reasoning: Vec<String>,
     /// Calls whose input the client has: only they may get approvals and outputs.
@@ -62,7 +59,7 @@ impl UiMessageStream {
     /// from the event's JSON as the log holds it, without building the event: the common case,
     /// once per event per reader. `None` for any other event: [`Self::push`] maps those.
     pub fn push_delta(&mut self, json: &str) -> Option<String> {
-        if self.ended || self.turn_ended {
+        if self.ended || self.steps.turn_ended() {
             return None;
         }
         let delta: LoggedDelta = serde_json::from_str(json).ok()?;
@@ -286,7 +283,8 @@ impl UiMessageStream {
     pub fn pause(&mut self) -> Vec<Value> {
         self.paused = true;
         let mut out = Vec::new();
-        self.close_step(&mut out);
+        let change = self.steps.end();
+        self.step(&mut out, change);
         out.push(json!({ "type": "finish", "finishReason": "tool-calls" }));
         out
     }
@@ -308,22 +306,23 @@ impl UiMessageStream {
 
     /// Opens a step for content (reasoning or text), closing the last one when its turn ended.
     fn content_step(&mut self, out: &mut Vec<Value>) {
-        if self.turn_ended {
-            self.close_step(out);
-            self.turn_ended = false;
-        }
-        self.open_step(out);
+        let change = self.steps.content();
+        self.step(out, change);
     }
 
-    fn open_step(&mut self, out: &mut Vec<Value>) {
-        if !self.step_open {
-            self.step_open = true;
+    /// Closes the open step (its open parts first), then opens the next, as `change` says.
+    fn step(&mut self, out: &mut Vec<Value>, change: StepChange) {
+        if change.close.is_some() {
+            self.close_parts(out);
+            out.push(json!({ "type": "finish-step" }));
+        }
+        if change.open.is_some() {
             out.push(json!({ "type": "start-step" }));
         }
     }
 
-    /// Closes the open parts, then the step.
-    fn close_step(&mut self, out: &mut Vec<Value>) {
+    /// Closes the open text, reasoning and streamed inputs.
+    fn close_parts(&mut self, out: &mut Vec<Value>) {
         self.close_text(out);
         let streaming: Vec<String> = self.streaming.keys().cloned().collect();
         for call_id in streaming {
@@ -331,10 +330,6 @@ impl UiMessageStream {
         }
         for id in self.reasoning.drain(..) {
             out.push(json!({ "type": "reasoning-end", "id": id }));
-        }
-        if self.step_open {
-            self.step_open = false;
-            out.push(json!({ "type": "finish-step" }));
         }
     }
 
@@ -370,7 +365,8 @@ impl UiMessageStream {
         display: Option<&str>,
         args: &Value,
     ) {
-        self.open_step(out);
+        let change = self.steps.call();
+        self.step(out, change);
         self.close_text(out);
         let mut start = json!({
             "type": "tool-input-start", "toolCallId": call_id, "toolName": name, "dynamic": true,
@@ -479,19 +475,17 @@ impl UiMessageStream {
         }));
     }
 
-    /// A turn's usage: it ends the turn; a second one with no content between ends a turn that
-    /// made only calls, and its calls go in a step of their own.
+    /// A turn's usage: it ends the turn (see [`Steps::usage`]).
     fn usage(&mut self, out: &mut Vec<Value>) {
-        if self.turn_ended {
-            self.close_step(out);
-            self.open_step(out);
-        }
-        self.turn_ended = true;
+        let change = self.steps.usage();
+        self.step(out, change);
     }
 
     /// Closes what is open and updates the run's part with how it ended.
     fn end(&mut self, out: &mut Vec<Value>, status: &str, message: &Message) {
-        self.close_step(out);
+        let change = self.steps.end();
+        self.step(out, change);
+        self.close_parts(out);
         self.ended = true;
         self.run.insert("status".into(), json!(status));
         if let Some(duration) = message.duration_ms {

@@ -2,3 +2,4 @@
 //! the same run log as Glassbox's own event stream (`http::sse`).
 
 pub mod ai_sdk;
+pub mod steps;

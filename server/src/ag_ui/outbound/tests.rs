@@ -93,15 +93,15 @@ fn check(events: &[Event]) {
         assert!(!text.contains("null"), "a null in {text}");
         let value: Value = serde_json::from_str(&text).unwrap();
         let kind = value["type"].as_str().unwrap().to_owned();
-        let id = ["messageId", "toolCallId"]
+        let id = ["messageId", "toolCallId", "stepName"]
             .iter()
             .find_map(|key| value[key].as_str())
             .unwrap_or("")
             .to_owned();
         let (family, edge) = kind.rsplit_once('_').unwrap_or((kind.as_str(), ""));
         match edge {
-            "START" if family != "RUN" => open.push(format!("{family}:{id}")),
-            "END" => {
+            "START" | "STARTED" if family != "RUN" => open.push(format!("{family}:{id}")),
+            "END" | "FINISHED" if family != "RUN" => {
                 let key = format!("{family}:{id}");
                 let found = open.iter().position(|entry| *entry == key);
                 assert!(found.is_some(), "{kind} of {id} was not open: {events:?}");
@@ -158,6 +158,7 @@ fn a_run_maps_event_by_event_and_closes_what_it_opens() {
         [
             "RUN_STARTED",
             "CUSTOM",
+            "STEP_STARTED",
             "REASONING_START",
             "REASONING_MESSAGE_START",
             "REASONING_MESSAGE_CONTENT",
@@ -177,6 +178,7 @@ fn a_run_maps_event_by_event_and_closes_what_it_opens() {
             "TEXT_MESSAGE_START",
             "TEXT_MESSAGE_CONTENT",
             "TEXT_MESSAGE_END",
+            "STEP_FINISHED",
             "RUN_FINISHED"
         ]
     );
@@ -184,6 +186,45 @@ fn a_run_maps_event_by_event_and_closes_what_it_opens() {
     assert_eq!(last["usage"][0]["inputTokens"], 3);
     assert_eq!(last["usage"][0]["outputTokens"], 4);
     assert_eq!(last["outcome"]["type"], "success");
+}
+
+#[test]
+fn each_model_turn_is_a_step() {
+    let usage = || EventKind::Usage(Usage::default());
+    let events = run(vec![
+        started(),
+        text("s1", "Let me look."),
+        usage(),
+        call("c1", json!({"q": "x"})),
+        result("c1", ToolResultStatus::Success),
+        text("s2", "Found it."),
+        usage(),
+        EventKind::MessageFinal {
+            message: message(),
+            trace_id: "t".into(),
+        },
+    ]);
+    check(&events);
+    let steps: Vec<String> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::StepStarted { step_name } => Some(format!("+{step_name}")),
+            Event::StepFinished { step_name } => Some(format!("-{step_name}")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps, ["+turn_1", "-turn_1", "+turn_2", "-turn_2"]);
+    // The call stays in the step of the turn that made it.
+    let at = |name: &str| types(&events).iter().position(|kind| kind == name);
+    assert!(
+        at("TOOL_CALL_RESULT")
+            < Some(
+                events
+                    .iter()
+                    .position(|e| matches!(e, Event::StepFinished { .. }))
+                    .unwrap_or(0)
+            )
+    );
 }
 
 #[test]
