@@ -1,11 +1,13 @@
 //! Criterion micro-benchmarks of the pure parts on every event's path: the reducer (server and
-//! browser), the payload sanitizer and the value-based redaction (server). Run: `cargo bench -p bench --bench micro`.
+//! browser), the payload sanitizer, the value-based redaction (server), and what each reader of
+//! a stream does per event (Glassbox's SSE, the AI SDK's UI message stream). Run: `cargo bench -p bench --bench micro`.
 
 use std::hint::black_box;
 
 use app::protocol::{fold, Event, EventKind, Reducer, ToolResultStatus};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use glassbox::{
+    formats::ai_sdk::UiMessageStream,
     redact::{redact_text, Streams},
     sanitize::sanitize,
 };
@@ -193,5 +195,39 @@ fn redaction(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, reducer, sanitizer, redaction);
+/// What one reader does per text delta, from the logged JSON to the SSE frame: Glassbox's stream
+/// writes the JSON as it is; the AI SDK's maps it to a `text-delta` chunk first.
+fn readers(c: &mut Criterion) {
+    use axum::response::sse::Event as SseEvent;
+    let mut group = c.benchmark_group("reader, per text delta");
+    group.throughput(Throughput::Elements(1));
+    let event = |seq: u64, delta: &str| Event {
+        seq,
+        run_id: "run_0123456789abcdef".into(),
+        ts: "2026-11-26T02:30:00.123Z".into(),
+        kind: EventKind::TextDelta {
+            segment_id: "txt_0123456789abcdef".into(),
+            sequence_number: None,
+            delta: delta.into(),
+        },
+    };
+    let logged: std::sync::Arc<str> =
+        serde_json::to_string(&event(42, "the answer \"streams\" in, "))
+            .unwrap_or_default()
+            .into();
+    group.bench_function("Glassbox SSE: the logged JSON", |b| {
+        b.iter(|| black_box(SseEvent::default().id("42").data(black_box(&*logged))))
+    });
+    group.bench_function("AI SDK: mapped to a text-delta chunk", |b| {
+        let mut stream = UiMessageStream::new();
+        stream.push(&event(1, "open"));
+        b.iter(|| {
+            let chunk = stream.push_delta(black_box(&logged));
+            black_box(chunk.map(|chunk| SseEvent::default().data(chunk)))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, reducer, sanitizer, redaction, readers);
 criterion_main!(benches);

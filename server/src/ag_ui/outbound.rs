@@ -4,11 +4,17 @@
 //! it the same log the SSE endpoint streams (see docs/protocol.md for the table). Each model turn
 //! is a step (`STEP_STARTED`/`STEP_FINISHED`, named `turn_<n>`), as `formats::steps` finds them.
 
-use app::protocol::{EventKind, ToolResultStatus, Usage};
+use std::borrow::Cow;
+
+use app::protocol::{parse_rfc3339_millis, EventKind, ToolResultStatus, Usage};
+use serde::Serialize;
 use serde_json::{json, Value};
 
 use super::wire::{Event, Interrupt, Outcome, TokenUsage};
-use crate::formats::steps::{StepChange, Steps};
+use crate::formats::{
+    steps::{StepChange, Steps},
+    LoggedDelta,
+};
 
 /// The reason of the interrupt an approval request becomes.
 pub const TOOL_CALL_REASON: &str = "tool_call";
@@ -57,6 +63,49 @@ impl Outbound {
     /// Whether the terminal event (RUN_FINISHED or RUN_ERROR) has gone out.
     pub fn ended(&self) -> bool {
         self.ended
+    }
+
+    /// The frame of a text or reasoning delta that continues the message already open, from the
+    /// event's JSON as the log holds it, without building the event: `TEXT_MESSAGE_CONTENT` or
+    /// `REASONING_MESSAGE_CONTENT` with its `timestamp`, serialized as [`Self::map`]'s would be.
+    /// The common case, once per event per reader; `None` for anything else.
+    pub fn push_delta(&self, json: &str) -> Option<String> {
+        if self.ended {
+            return None;
+        }
+        let (kind, message_id, delta, ts) = match LoggedDelta::read(json)? {
+            LoggedDelta::Text {
+                segment_id,
+                delta,
+                ts,
+            } if self.text.as_deref() == Some(&segment_id) => {
+                ("TEXT_MESSAGE_CONTENT", segment_id, delta, ts)
+            }
+            LoggedDelta::Reasoning {
+                segment_id,
+                summary_index,
+                delta,
+                ts,
+            } => {
+                let id = reasoning_message_id(&segment_id, summary_index);
+                if self.reasoning_message.as_deref() != Some(id.as_str()) {
+                    return None;
+                }
+                ("REASONING_MESSAGE_CONTENT", Cow::Owned(id), delta, ts)
+            }
+            _ => return None,
+        };
+        let timestamp = u64::try_from(parse_rfc3339_millis(&ts)?).ok()?;
+        if delta.is_empty() {
+            return None;
+        }
+        let frame = ContentFrame {
+            kind,
+            message_id: &message_id,
+            delta: &delta,
+            timestamp,
+        };
+        serde_json::to_string(&frame).ok()
     }
 
     /// The AG-UI events one Glassbox event means; none once the AG-UI run has ended.
@@ -385,6 +434,17 @@ impl Outbound {
             cached_input_tokens: None,
         }])
     }
+}
+
+/// A `TEXT_MESSAGE_CONTENT` or `REASONING_MESSAGE_CONTENT` event, stamped.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ContentFrame<'a> {
+    #[serde(rename = "type")]
+    kind: &'a str,
+    message_id: &'a str,
+    delta: &'a str,
+    timestamp: u64,
 }
 
 /// The interrupt of a call's approval request; [`call_of_interrupt`] reads it back.

@@ -6,16 +6,16 @@
 //!
 //! Steps (`start-step`/`finish-step`) are the model turns [`Steps`] finds in the events.
 
-use std::{
-    borrow::Cow,
-    collections::{HashMap, HashSet},
-};
+use std::collections::{HashMap, HashSet};
 
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use super::steps::{StepChange, Steps};
+use super::{
+    steps::{StepChange, Steps},
+    LoggedDelta,
+};
 
 /// The last frame's data, after the terminal chunk.
 pub const DONE: &str = "[DONE]";
@@ -62,25 +62,31 @@ impl UiMessageStream {
         if self.ended || self.steps.turn_ended() {
             return None;
         }
-        let delta: LoggedDelta = serde_json::from_str(json).ok()?;
-        match (delta.kind.as_ref(), delta.delta, delta.text_delta) {
-            ("text_delta", Some(text), None) if self.text.as_deref() == Some(&delta.segment_id) => {
+        match LoggedDelta::read(json)? {
+            LoggedDelta::Text {
+                segment_id, delta, ..
+            } if self.text.as_deref() == Some(&segment_id) => {
                 let chunk = DeltaChunk {
                     kind: "text-delta",
-                    id: &delta.segment_id,
-                    delta: &text,
+                    id: &segment_id,
+                    delta: &delta,
                 };
                 serde_json::to_string(&chunk).ok()
             }
-            ("reasoning_part_delta", None, Some(text)) => {
-                let id = reasoning_id(&delta.segment_id, delta.summary_index?);
+            LoggedDelta::Reasoning {
+                segment_id,
+                summary_index,
+                delta,
+                ..
+            } => {
+                let id = reasoning_id(&segment_id, summary_index);
                 if !self.reasoning.contains(&id) {
                     return None;
                 }
                 let chunk = DeltaChunk {
                     kind: "reasoning-delta",
                     id: &id,
-                    delta: &text,
+                    delta: &delta,
                 };
                 serde_json::to_string(&chunk).ok()
             }
@@ -499,22 +505,6 @@ impl UiMessageStream {
         }
         out.push(self.run_part());
     }
-}
-
-/// The fields of a delta event that its chunk needs, borrowed from the logged JSON. Other events
-/// lack `segment_id` and fail to parse as this (then they are parsed whole).
-#[derive(Deserialize)]
-struct LoggedDelta<'a> {
-    #[serde(rename = "type", borrow)]
-    kind: Cow<'a, str>,
-    #[serde(borrow)]
-    segment_id: Cow<'a, str>,
-    #[serde(default, borrow)]
-    delta: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    text_delta: Option<Cow<'a, str>>,
-    #[serde(default)]
-    summary_index: Option<u32>,
 }
 
 /// A `text-delta` or `reasoning-delta` chunk.

@@ -193,6 +193,9 @@ impl Feed {
                 return None;
             }
             let (_, json) = self.events.next().await?;
+            if let Some(frame) = self.outbound.push_delta(&json) {
+                return Some(vec![frame.into()]);
+            }
             let Ok(event) = serde_json::from_str::<app::protocol::Event>(&json) else {
                 continue;
             };

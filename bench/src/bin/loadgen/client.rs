@@ -14,6 +14,8 @@ pub enum StreamFormat {
     Glassbox,
     /// The AI SDK's UI message stream (`POST /api/ai-sdk/chat`): one `text-delta` chunk per delta.
     AiSdk,
+    /// AG-UI (`POST /api/ag-ui`): one `TEXT_MESSAGE_CONTENT` per delta.
+    AgUi,
 }
 
 pub struct RunStream {
@@ -55,14 +57,23 @@ impl RunStream {
         static CHATS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let chat = CHATS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let chat_id = format!("bench-{}-{chat}-{}", std::process::id(), unix_micros());
-        let message =
-            json!({"id": "m", "role": "user", "parts": [{"type": "text", "text": "benchmark"}]});
+        let (path, body) = if format == StreamFormat::AgUi {
+            let message = json!({"id": "m", "role": "user", "content": "benchmark"});
+            let input = json!({"threadId": chat_id, "runId": chat_id, "messages": [message],
+                               "tools": [], "context": [], "state": {}, "forwardedProps": {"model": model}});
+            ("/api/ag-ui", input)
+        } else {
+            let message = json!({"id": "m", "role": "user", "parts": [{"type": "text", "text": "benchmark"}]});
+            let body = json!({ "id": chat_id, "messages": [message], "trigger": "submit-message", "model": model });
+            ("/api/ai-sdk/chat", body)
+        };
         let response = client
-            .post(format!("{base}/api/ai-sdk/chat"))
-            .json(&json!({ "id": chat_id, "messages": [message], "trigger": "submit-message", "model": model }))
+            .post(format!("{base}{path}"))
+            .header("accept", "text/event-stream")
+            .json(&body)
             .send()
             .await
-            .map_err(|error| format!("POST /api/ai-sdk/chat: {error}"))?;
+            .map_err(|error| format!("POST {path}: {error}"))?;
         Self::from_response(response).await
     }
 

@@ -50,7 +50,7 @@ enum Command {
         /// Length of the measured window.
         #[arg(long, default_value_t = 10)]
         seconds: u64,
-        /// The stream the clients read: Glassbox's events or the AI SDK's UI message stream.
+        /// The stream the clients read: Glassbox's events, the AI SDK's UI message stream or AG-UI.
         #[arg(long, value_enum, default_value = "glassbox")]
         format: client::StreamFormat,
         /// The runs are an AG-UI agent's (`ag-ui-agent`, a process of its own) instead of a

@@ -73,8 +73,11 @@ impl Window {
         }
         for event in events {
             *count += 1;
-            // Glassbox's `text_delta`, or the AI SDK's `text-delta` chunk.
-            if !matches!(event_type(event), Some("text_delta" | "text-delta")) {
+            // Glassbox's `text_delta`, the AI SDK's `text-delta` chunk or AG-UI's content.
+            if !matches!(
+                event_type(event),
+                Some("text_delta" | "text-delta" | "TEXT_MESSAGE_CONTENT")
+            ) {
                 continue;
             }
             if let Some(stamp) = clock_stamp(event).filter(|stamp| *stamp >= start) {

@@ -335,3 +335,42 @@ fn an_approval_request_ends_the_run_with_an_interrupt() {
         json!(["approved"])
     );
 }
+
+#[test]
+fn a_delta_of_an_open_message_maps_the_same_from_its_json() {
+    let kinds = vec![
+        started(),
+        text("s1", "Hello"),
+        text("s1", " there, \"you\""),
+        reasoning("r1", 0)[0].clone(),
+        reasoning("r1", 0)[1].clone(),
+    ];
+    let mut outbound = Outbound::new("thread".into(), "run".into());
+    for (at, kind) in kinds.into_iter().enumerate() {
+        let event = app::protocol::Event {
+            seq: at as u64 + 1,
+            run_id: "r".into(),
+            ts: "2026-01-22T10:30:00.250Z".into(),
+            kind,
+        };
+        let json = serde_json::to_string(&event).unwrap();
+        let fast = outbound.push_delta(&json);
+        let mapped: Vec<Value> = outbound
+            .map(&event.kind)
+            .into_iter()
+            .map(|mapped| {
+                let mut value = serde_json::to_value(mapped).unwrap();
+                value["timestamp"] = json!(app::protocol::parse_rfc3339_millis(&event.ts));
+                value
+            })
+            .collect();
+        match fast {
+            // Only a delta that continues what is open takes the short way, and gives the same.
+            Some(frame) => {
+                let frame: Value = serde_json::from_str(&frame).unwrap();
+                assert_eq!(vec![frame], mapped, "event {at}");
+            }
+            None => assert!(at != 2 && at != 4, "event {at} should map from its JSON"),
+        }
+    }
+}
