@@ -213,22 +213,55 @@ async fn aborting_the_client_stops_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_approval_is_an_interrupt_and_resuming_answers_it() {
     let dir = test_dir();
+    let providers = asking_site(&dir);
+    let server = launch(&dir, &["--providers-file", &providers]).await;
+    interrupt_then_resume(&server.base, &server.base).await;
+}
+
+#[tokio::test]
+#[ignore = "several instances need PostgreSQL: GLASSBOX_TEST_STORE=postgres ... --include-ignored"]
+async fn a_resume_sent_to_another_instance_answers_the_run_and_streams_the_rest() {
+    if postgres_only("two instances share one database") {
+        return;
+    }
+    let dir = test_dir();
+    let providers = asking_site(&dir);
+    let a = launch(
+        &dir,
+        &["--instance-id", "a", "--providers-file", &providers],
+    )
+    .await;
+    let b = launch(
+        &dir,
+        &["--instance-id", "b", "--providers-file", &providers],
+    )
+    .await;
+    interrupt_then_resume(&a.base, &b.base).await;
+}
+
+/// A scenario (`scenario:ask`) whose `list_dir` call asks for approval, then answers; the
+/// providers file's path.
+fn asking_site(dir: &tempfile::TempDir) -> String {
     let file = dir.path().join("providers.json");
     let approval = json!({ "approval": {"tools": {"list_dir": "ask"}} });
     std::fs::write(&file, approval.to_string()).expect("write");
     write_scenario(
-        &dir,
+        dir,
         "ask",
         json!({"delta_interval_ms": 1, "steps": [
             {"tool_calls": [{"name": "list_dir", "args": {"path": "."}}]},
             {"text": "Done."}
         ]}),
     );
-    let providers = file.to_string_lossy().into_owned();
-    let server = launch(&dir, &["--providers-file", &providers]).await;
+    file.to_string_lossy().into_owned()
+}
+
+/// Runs `scenario:ask` through the server at `first` to its interrupt, then resumes it through
+/// the one at `then`, which streams the rest.
+async fn interrupt_then_resume(first: &str, then: &str) {
     let thread_id = thread();
     let options = json!({"threadId": thread_id, "message": "list", "model": "scenario:ask"});
-    let asked = drive(&server.base, options).await;
+    let asked = drive(first, options).await;
     assert_eq!(asked.end["end"], "completed", "{:?}", asked.end);
     assert_balanced(&asked, "RUN_FINISHED");
     validate(&asked, &[]);
@@ -241,11 +274,7 @@ async fn an_approval_is_an_interrupt_and_resuming_answers_it() {
     // The connection closed with the interrupt; the run waits, and the resume answers it.
     let resume = json!([{"interruptId": interrupt["id"], "status": "resolved",
         "payload": {"approved": true, "reason": "fine"}}]);
-    let resumed = drive(
-        &server.base,
-        json!({"threadId": thread_id, "resume": resume}),
-    )
-    .await;
+    let resumed = drive(then, json!({"threadId": thread_id, "resume": resume})).await;
     assert_eq!(resumed.end["end"], "completed", "{:?}", resumed.end);
     assert_balanced(&resumed, "RUN_FINISHED");
     // AGUI207: its table does not know that a resumed run's TOOL_CALL_RESULT answers a call

@@ -3,7 +3,8 @@
 //! user message is the last `user` message. The run's log, read as `/api/chat`'s SSE reads it,
 //! goes through [`crate::ag_ui::outbound`]. Closing the connection stops the run, as AG-UI
 //! expects, unless the AG-UI run has ended (an approval request ends it with an interrupt, and a
-//! later request's `resume` answers it and streams the rest of the same Glassbox run).
+//! later request's `resume` answers it and streams the rest of the same Glassbox run, from any
+//! instance on PostgreSQL).
 
 use std::sync::Arc;
 
@@ -12,14 +13,18 @@ use axum::{extract::State, response::Response, routing::post, Router};
 use futures::{stream, StreamExt};
 use serde_json::Value;
 
-use super::{extract::ApiJson, sse, AppState, CurrentUser};
+use super::{
+    extract::ApiJson,
+    source::{self, Source},
+    sse, AppState, CurrentUser,
+};
 use crate::{
     ag_ui::{
         outbound::{call_of_interrupt, Outbound},
         wire::{Message, ResumeEntry, RunAgentInput, Stamped},
     },
     error::{Error, Result},
-    runs::{ChatRequest, Engine, Run},
+    runs::{ChatRequest, Engine},
     sink::ApprovalAnswer,
     stamps::now_unix_ms,
 };
@@ -46,7 +51,7 @@ pub async fn run(
     let outbound = Outbound::new(thread_id.to_owned(), input.run_id.clone());
     if let Some(resume) = input.resume.as_ref().filter(|resume| !resume.is_empty()) {
         let (run, after) = resume_run(&state, &user, thread_id, resume).await?;
-        return Ok(respond(&state.engine, &user, run, after, outbound));
+        return Ok(respond(&state.engine, &user, &run, after, outbound));
     }
     let content = last_user_text(&input.messages)?;
     let existing = state
@@ -69,7 +74,13 @@ pub async fn run(
         Err(Error::Conflict(_)) if !existing => return Err(Error::NotFound("conversation")),
         started => started?,
     };
-    Ok(respond(&state.engine, &user, run, 0, outbound))
+    Ok(respond(
+        &state.engine,
+        &user,
+        &Source::Local(run),
+        0,
+        outbound,
+    ))
 }
 
 /// The text of the request's last `user` message (its text parts, for content parts).
@@ -95,26 +106,32 @@ fn last_user_text(messages: &[Message]) -> Result<String> {
     Ok(text)
 }
 
-/// Answers the approvals a `resume` names, in the caller's run going in the thread, and where its
-/// log stands: the rest of the run follows from there.
+/// Answers the approvals a `resume` names, in the caller's run going in the thread (on this
+/// instance or another), and where its log stands: the rest of the run follows from there.
 async fn resume_run(
     state: &AppState,
     user: &CurrentUser,
     thread_id: &str,
     resume: &[ResumeEntry],
-) -> Result<(Arc<Run>, u64)> {
-    let run = state
-        .engine
-        .running_in(user.id(), thread_id)
-        .ok_or(Error::NotFound("run waiting for approval"))?;
-    let after = run.published().last_seq;
+) -> Result<(Source, u64)> {
+    let not_found = || Error::NotFound("run waiting for approval");
+    let conversation = state
+        .store
+        .get_conversation(user.id(), thread_id)
+        .await?
+        .ok_or_else(not_found)?;
+    let active_run = conversation.active_run.map(|active| active.run_id);
+    let run = source::running(state, user.id(), thread_id, active_run.as_deref())
+        .await?
+        .ok_or_else(not_found)?;
+    let after = run.last_seq().await?;
     for entry in resume {
         let call_id = call_of_interrupt(&entry.interrupt_id)
             .ok_or_else(|| Error::InvalidField("`resume[].interruptId` is unknown".into()))?;
         let answer = approval_answer(user, entry);
         state
             .engine
-            .answer_approval(user.id(), &run.run_id, call_id, answer)
+            .answer_approval(user.id(), run.run_id(), call_id, answer)
             .await?;
     }
     Ok((run, after))
@@ -149,21 +166,21 @@ fn approval_answer(user: &CurrentUser, entry: &ResumeEntry) -> ApprovalAnswer {
 fn respond(
     engine: &Arc<Engine>,
     user: &CurrentUser,
-    run: Arc<Run>,
+    run: &Source,
     after: u64,
     outbound: Outbound,
 ) -> Response {
     let stop = StopOnDrop {
         engine: engine.clone(),
         owner_id: user.id().to_owned(),
-        run_id: run.run_id.clone(),
+        run_id: run.run_id().to_owned(),
         armed: true,
     };
     let first = stamp(outbound.started(), now_unix_ms());
     let feed = Feed {
         outbound,
         stop,
-        events: sse::live(run, after).boxed(),
+        events: run.events(after),
     };
     let rest = stream::unfold(feed, |mut feed| async move {
         let batch = feed.next().await?;

@@ -27,19 +27,21 @@ use axum::{
     routing::{get, post},
     Router,
 };
-use futures::{stream, stream::BoxStream, Stream, StreamExt};
+use futures::{stream, Stream, StreamExt};
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use super::{extract::ApiJson, sse, AppState, CurrentUser};
+use super::{
+    extract::ApiJson,
+    source::{self, Source},
+    sse, AppState, CurrentUser,
+};
 use crate::{
-    bus::Bus,
     error::{Error, Result},
     formats::ai_sdk::{UiMessageStream, DONE, STREAM_HEADER},
-    runs::{ChatRequest, Run},
+    runs::ChatRequest,
     sink::ApprovalAnswer,
-    store::PgStore,
 };
 use app::protocol::{ApprovalDecision, Event, EventKind, ResolvedBy};
 
@@ -251,65 +253,6 @@ async fn resume(
     })
 }
 
-/// Where a chat's running answer is read: the run on this instance, or (PostgreSQL, several
-/// instances) another instance's run through the database, as `sse::remote` follows it.
-#[derive(Clone)]
-enum Source {
-    Local(Arc<Run>),
-    Remote {
-        store: PgStore,
-        bus: Arc<Bus>,
-        run_id: String,
-        trace_id: String,
-    },
-}
-
-impl Source {
-    fn run_id(&self) -> &str {
-        match self {
-            Source::Local(run) => &run.run_id,
-            Source::Remote { run_id, .. } => run_id,
-        }
-    }
-
-    /// The events after `after`, then live ones, to the terminal event.
-    fn events(&self, after: u64) -> BoxStream<'static, (u64, Arc<str>)> {
-        match self {
-            Source::Local(run) => sse::live(run.clone(), after).boxed(),
-            Source::Remote {
-                store,
-                bus,
-                trace_id,
-                ..
-            } => sse::remote(store.clone(), bus.clone(), trace_id.clone(), after).boxed(),
-        }
-    }
-
-    /// The events logged so far.
-    async fn logged(&self) -> Result<Vec<(u64, Arc<str>)>> {
-        Ok(match self {
-            Source::Local(run) => run.events_between(0, run.published().last_seq, usize::MAX),
-            Source::Remote {
-                store, trace_id, ..
-            } => store
-                .events_after(trace_id, 0)
-                .await?
-                .map(|(events, _)| events)
-                .unwrap_or_default(),
-        })
-    }
-
-    /// Whether a call that asked for approval still waits for its answer. Another instance's
-    /// run is not asked: its answer shows in the log (a replay may pause at a request answered
-    /// since; answering it again continues the stream).
-    fn awaits_answer(&self, call_id: &str) -> bool {
-        match self {
-            Source::Local(run) => run.awaits_answer(call_id),
-            Source::Remote { .. } => true,
-        }
-    }
-}
-
 /// The user's run going in the conversation: here, else on another instance.
 async fn running(
     state: &AppState,
@@ -319,23 +262,7 @@ async fn running(
     let Conversation::Existing { id, active_run } = conversation else {
         return Ok(None);
     };
-    if let Some(run) = state.engine.running_in(owner_id, id) {
-        return Ok(Some(Source::Local(run)));
-    }
-    let (Some(run_id), Some(bus), Some(store)) =
-        (active_run, state.engine.bus(), state.store.postgres())
-    else {
-        return Ok(None);
-    };
-    let trace = state.store.trace_by_run(owner_id, run_id).await?;
-    Ok(trace
-        .filter(|trace| trace.status == app::protocol::TraceStatus::Running)
-        .map(|trace| Source::Remote {
-            store: store.clone(),
-            bus: bus.clone(),
-            run_id: run_id.clone(),
-            trace_id: trace.trace_id,
-        }))
+    source::running(state, owner_id, id, active_run.as_deref()).await
 }
 
 /// Which conversation a chat id names for a user.

@@ -16,6 +16,7 @@ mod read;
 pub mod serve;
 mod session;
 mod shares;
+mod source;
 mod sse;
 mod static_files;
 
