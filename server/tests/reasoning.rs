@@ -29,6 +29,8 @@ const SIGNATURE_1: &str = "EqQBCkgIARABGAIiQH+/1a2b3c4d5e6f7g8h9i0j/k+l=mN0pQrSt
 const SIGNATURE_2: &str = "ErcBCkgIAhABGAIiQJ/+zz9yy8xx7ww6vv5uu4tt3ss2rr1qq0pp==";
 const REDACTED_DATA: &str = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpPkNRj2YfWXGmKDxH4mPnZ5sQ7vB5URj";
 const ENCRYPTED: &str = "gAAAAABoISQ24OyVRYbkYfukq/+eR1tlA3qZ8Ab+xw==";
+/// A credential the model read and repeats in its thinking.
+const LEAKED_KEY: &str = "sk-ant-api03-Zq8vLr2XwT5nB7mK1pJ4hG6fD9sA0cE3uY";
 
 #[derive(Clone, Default)]
 struct Fake {
@@ -192,6 +194,41 @@ async fn messages(
             delta(0, json!({"type": "text_delta", "text": "Half an "})),
             overloaded,
         ]),
+        "leaky" if !after_tool(&body) => sse(message(
+            json!({"input_tokens": 5, "output_tokens": 1}),
+            vec![
+                block(
+                    0,
+                    json!({"type": "thinking", "thinking": "", "signature": ""}),
+                ),
+                delta(
+                    0,
+                    json!({"type": "thinking_delta", "thinking": format!("The key is {LEAKED_KEY} here.")}),
+                ),
+                delta(
+                    0,
+                    json!({"type": "signature_delta", "signature": SIGNATURE_1}),
+                ),
+                stop(0),
+                block(
+                    1,
+                    json!({"type": "tool_use", "id": "toolu_9", "name": "list_dir", "input": {"path": "."}}),
+                ),
+                stop(1),
+            ],
+            "tool_use",
+            json!({"output_tokens": 9}),
+        )),
+        "leaky" => sse(message(
+            json!({"input_tokens": 5, "output_tokens": 1}),
+            vec![
+                block(0, json!({"type": "text", "text": ""})),
+                delta(0, json!({"type": "text_delta", "text": "Listed."})),
+                stop(0),
+            ],
+            "end_turn",
+            json!({"output_tokens": 3}),
+        )),
         _ => sse(thinking_turn(&body)),
     }
 }
@@ -259,7 +296,7 @@ fn providers_file(base: &str) -> Value {
          "models": [
             {"id": "think", "thinking_budget": 2048, "max_output_tokens": 6000, "interleaved_thinking": true,
              "extra_body": {"metadata": {"user_id": "u-1"}}, "headers": {"x-extra": "yes"}},
-            "claude-sonnet-4-5", "plain", "overloaded", "busy"]},
+            "claude-sonnet-4-5", "plain", "overloaded", "busy", {"id": "leaky", "thinking_budget": 1024}]},
         {"name": "resp", "kind": "openai_responses", "base_url": base,
          "models": [{"id": "think", "reasoning": true, "reasoning_effort": "high", "max_output_tokens": 3000}, "gpt-4o"]}
     ], "max_steps": 4})
@@ -651,4 +688,39 @@ async fn bad_model_options_are_refused_at_start_with_what_is_wrong() {
             + &String::from_utf8_lossy(&output.stdout);
         assert!(error.contains(expected), "{expected}: {error}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_with_a_credential_goes_back_in_its_run_but_is_never_stored() {
+    let (fake, base) = start_fake().await;
+    let dir = test_dir();
+    let server = start_in(dir.clone(), &base).await;
+    let events = ask(&server, None, "anth/leaky", "List the folder").await;
+    assert_eq!(terminal(&events).0, "final");
+    let streamed = serde_json::to_string(&events).expect("JSON");
+    assert!(
+        !streamed.contains(LEAKED_KEY),
+        "the stream shows the thinking redacted"
+    );
+    // The run's own next turn needs the block exactly as signed.
+    let thinking = sent_thinking(&fake.requests()[1].1);
+    assert_eq!(thinking.len(), 1);
+    assert!(thinking[0]["thinking"]
+        .as_str()
+        .is_some_and(|t| t.contains(LEAKED_KEY)));
+    assert_eq!(thinking[0]["signature"], SIGNATURE_1);
+    let (conversation, _) = ids(&events);
+    server.stop().await;
+    let stored = stored_bytes(&dir).await;
+    assert!(
+        !String::from_utf8_lossy(&stored).contains(LEAKED_KEY),
+        "the database holds no copy of the credential"
+    );
+    let server = start_in(dir, &base).await;
+    ask(&server, Some(&conversation), "anth/leaky", "Again").await;
+    assert!(
+        sent_thinking(&fake.requests()[2].1).is_empty(),
+        "the earlier turn goes back without the block it could not keep"
+    );
+    server.stop().await;
 }

@@ -22,7 +22,7 @@ use super::RunContext;
 
 const PREFIX: &str = "model";
 /// JSON text per `agent_state` event.
-const PIECE_BYTES: usize = 32 * 1024;
+const PIECE_BYTES: usize = 16 * 1024;
 /// A block larger than this is not kept.
 const MAX_BLOCK_BYTES: usize = 1024 * 1024;
 /// Members that are opaque to people (signatures, encrypted data, ids): never checked for
