@@ -724,3 +724,52 @@ async fn thinking_with_a_credential_goes_back_in_its_run_but_is_never_stored() {
     );
     server.stop().await;
 }
+
+/// The whole body of a POST that answers with a stream.
+async fn streamed_text(server: &TestServer, path: &str, body: Value) -> String {
+    let response = server
+        .client
+        .post(server.url(path))
+        .json(&body)
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200, "{path}");
+    response.text().await.expect("the stream")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ai_sdk_and_ag_ui_streams_show_the_thinking_and_never_the_blocks() {
+    let (_fake, base) = start_fake().await;
+    let server = start_in(test_dir(), &base).await;
+    let ai_sdk = streamed_text(
+        &server,
+        "/api/ai-sdk/chat",
+        json!({"id": "chat-1", "model": "anth/think",
+               "messages": [{"role": "user", "parts": [{"type": "text", "text": "Where are the TODOs?"}]}]}),
+    )
+    .await;
+    let ag_ui = streamed_text(
+        &server,
+        "/api/ag-ui",
+        json!({"threadId": "thread-1", "runId": "run-1", "state": {}, "tools": [], "context": [],
+               "forwardedProps": {"model": "anth/think"},
+               "messages": [{"id": "m1", "role": "user", "content": "Where are the TODOs?"}]}),
+    )
+    .await;
+    for (name, text) in [("AI SDK", &ai_sdk), ("AG-UI", &ag_ui)] {
+        // Deltas arrive a word later (redaction holds the last word back), so in pieces.
+        for piece in [
+            "I should search",
+            "redacted ",
+            "Found it in ",
+            "One TODO, in ",
+        ] {
+            assert!(text.contains(piece), "{name} lacks {piece:?}: {text}");
+        }
+        for opaque in [SIGNATURE_1, SIGNATURE_2, REDACTED_DATA] {
+            assert!(!text.contains(opaque), "{name} carries {opaque}");
+        }
+    }
+    server.stop().await;
+}
