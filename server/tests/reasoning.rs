@@ -296,7 +296,11 @@ fn providers_file(base: &str) -> Value {
          "models": [
             {"id": "think", "thinking_budget": 2048, "max_output_tokens": 6000, "interleaved_thinking": true,
              "extra_body": {"metadata": {"user_id": "u-1"}}, "headers": {"x-extra": "yes"}},
-            "claude-sonnet-4-5", "plain", "overloaded", "busy", {"id": "leaky", "thinking_budget": 1024}]},
+            "claude-sonnet-4-5", "plain", "overloaded", "busy", {"id": "leaky", "thinking_budget": 1024},
+            {"id": "claude-opus-4-6", "reasoning_effort": "medium"}]},
+        {"name": "gw", "kind": "anthropic", "base_url": base,
+         "options": {"headers": {"Authorization": "Bearer ${GLASSBOX_TEST_GATEWAY_KEY}"}},
+         "models": [{"id": "gw-sonnet", "thinking_budget": 4096}]},
         {"name": "resp", "kind": "openai_responses", "base_url": base,
          "models": [{"id": "think", "reasoning": true, "reasoning_effort": "high", "max_output_tokens": 3000}, "gpt-4o"]}
     ], "max_steps": 4})
@@ -612,6 +616,49 @@ async fn thinking_is_on_by_default_where_the_model_takes_it() {
     let plain = &requests.last().expect("request").1;
     assert!(plain.get("thinking").is_none(), "{plain}");
     assert_eq!(plain["max_tokens"], 8192);
+
+    // Claude 4.6 decides for itself; the effort goes in output_config.
+    ask(&server, None, "anth/claude-opus-4-6", "Hi").await;
+    let requests = fake.requests();
+    let adaptive = &requests[requests.len() - 2].1;
+    assert_eq!(adaptive["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(adaptive["output_config"], json!({"effort": "medium"}));
+    assert_eq!(adaptive["max_tokens"], 16384);
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_compatible_gateway_gets_its_own_key_header_and_configured_thinking() {
+    // The same value in every run of this test, so setting it is harmless.
+    std::env::set_var("GLASSBOX_TEST_GATEWAY_KEY", "gw-secret-123");
+    let (fake, base) = start_fake().await;
+    let server = start_in(test_dir(), &base).await;
+    let events = ask(&server, None, "gw/gw-sonnet", "Where are the TODOs?").await;
+    assert_eq!(terminal(&events).0, "final");
+    let requests = fake.requests();
+    let (headers, body) = &requests[0];
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    assert_eq!(
+        header("authorization"),
+        Some("Bearer gw-secret-123"),
+        "${{NAME}} read from the environment"
+    );
+    assert_eq!(header("x-api-key"), None);
+    assert_eq!(
+        body["thinking"],
+        json!({"type": "enabled", "budget_tokens": 4096})
+    );
+    assert_eq!(body["max_tokens"], 4096 + 8192);
+    assert_eq!(sent_thinking(&requests[1].1), first_turn_blocks());
+    // The key is in no event and no stored turn.
+    let (_, trace_id) = ids(&events);
+    let (_, turns) = server
+        .get_json(&format!("/api/traces/{trace_id}/model-turns"))
+        .await;
+    assert!(!turns.to_string().contains("gw-secret-123"));
+    assert!(!serde_json::to_string(&events)
+        .expect("JSON")
+        .contains("gw-secret-123"));
     server.stop().await;
 }
 
