@@ -712,6 +712,10 @@ async fn bad_model_options_are_refused_at_start_with_what_is_wrong() {
             "unknown field `temprature`",
         ),
         (
+            json!({"id": "m", "thinking_budget": 2048, "temperature": 0.5}),
+            "Anthropic takes none",
+        ),
+        (
             json!({"id": "m", "headers": {"Content-Type": "text/plain"}}),
             "set by Glassbox",
         ),

@@ -468,10 +468,24 @@ fn model_options(
         let options = config.options.overridden_by(&entry.options);
         options
             .check()
+            .and_then(|()| anthropic_check(config.kind, &options))
             .map_err(|error| format!("model '{}': {error}", entry.id))?;
         models.push((entry.id.clone(), Arc::new(options)));
     }
     Ok(models)
+}
+
+/// Anthropic refuses a temperature other than 1 with thinking: say so at start, not per request.
+fn anthropic_check(kind: ProviderKind, options: &options::ModelOptions) -> Result<(), String> {
+    let thinking = options.thinking_budget.is_some() || options.reasoning == Some(true);
+    match options.temperature {
+        Some(temperature) if kind == ProviderKind::Anthropic && thinking && temperature != 1.0 => {
+            Err(format!(
+                "temperature {temperature} with thinking: Anthropic takes none (drop temperature, or set reasoning to false)"
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// An AG-UI agent and its HTTP client (its connect timeout; no overall one, a run is long).
