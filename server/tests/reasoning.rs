@@ -585,6 +585,21 @@ async fn responses_reasoning_items_go_back_with_their_encrypted_content() {
     assert_eq!(items[0], &reasoning_item());
     assert_eq!(items[1]["content"][0]["text"], "The notes have one.");
 
+    // The inspector reads the recorded requests, reasoning items and all, and shows none of them.
+    let (_, trace_id) = ids(&events);
+    let inspector = server.inspector(&trace_id).await;
+    let requests: Vec<&Value> = inspector
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|entry| entry["type"] == "llm_request")
+        .collect();
+    assert_eq!(requests.len(), 2);
+    assert!(requests[1]["conversation"]
+        .as_array()
+        .is_some_and(|messages| messages.iter().any(|m| m["role"] == "tool")));
+    assert!(!inspector.to_string().contains(ENCRYPTED));
+
     // A model that does not reason by name is asked for no reasoning.
     ask(&server, None, "resp/gpt-4o", "Hi").await;
     let requests = fake.requests();
