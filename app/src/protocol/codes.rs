@@ -75,6 +75,8 @@ open_code!(
         ProviderAuth = "provider_auth",
         RateLimited = "rate_limited",
         ProviderUnavailable = "provider_unavailable",
+        /// The provider is overloaded (Anthropic's 529 and in-stream `overloaded_error`).
+        Overloaded = "overloaded",
         ProviderError = "provider_error",
         MalformedStream = "malformed_stream",
         StreamInterrupted = "stream_interrupted",

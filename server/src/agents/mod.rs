@@ -5,6 +5,7 @@
 mod ag_ui;
 mod demo;
 mod model_loop;
+mod model_state;
 mod scenario;
 
 pub use demo::DEMO_MODEL;
@@ -98,11 +99,13 @@ impl Agents {
                 client: agent.client.clone(),
             }));
         }
-        if let Some((provider, model, system_prompt)) = self.providers.find(model) {
+        if let Some(choice) = self.providers.find(model) {
             return Ok(Arc::new(model_loop::ModelAgent {
-                provider,
-                model,
-                system_prompt,
+                provider: choice.adapter,
+                model_id: model.to_owned(),
+                model: choice.model,
+                system_prompt: choice.system_prompt,
+                options: choice.options,
                 max_steps: self.providers.max_steps,
             }));
         }
@@ -147,6 +150,11 @@ impl RunContext {
             open_text_segment: Mutex::new(None),
             model_turns: Mutex::new(Vec::new()),
         }
+    }
+
+    /// The place the next segment of the message will take.
+    pub fn peek_sequence_number(&self) -> u32 {
+        self.sequence.load(Ordering::Relaxed)
     }
 
     /// Orders every segment of the message as it happened.

@@ -22,8 +22,12 @@ use app::protocol::{Message, Role, Segment, ToolCallStatus};
 
 pub struct ModelAgent {
     pub provider: Arc<dyn ChatProvider>,
+    /// The id people pick (`anth/claude-sonnet-4-5`): what a message names as its model.
+    pub model_id: String,
+    /// The model's name at its provider.
     pub model: String,
     pub system_prompt: Option<String>,
+    pub options: Arc<crate::providers::options::ModelOptions>,
     pub max_steps: u32,
 }
 
@@ -55,6 +59,7 @@ impl Agent for ModelAgent {
             let tools = tool_schemas(context);
             let mut messages = self.first_messages(context);
             for _ in 0..self.max_steps {
+                let first_segment = context.peek_sequence_number();
                 let turn = match self.turn(context, &messages, &tools).await {
                     Ok(turn) => turn,
                     Err(error) => {
@@ -67,6 +72,12 @@ impl Agent for ModelAgent {
                 if let Some(usage) = turn.usage {
                     context.emit_usage(usage);
                 }
+                super::model_state::keep(
+                    context,
+                    &self.model_id,
+                    first_segment,
+                    &turn.reasoning_blocks,
+                );
                 if turn.tool_calls.is_empty() {
                     return AgentOutcome::Completed;
                 }
@@ -90,7 +101,12 @@ impl ModelAgent {
         if let Some(system) = &self.system_prompt {
             messages.push(ChatMessage::text("system", system.clone()));
         }
-        messages.extend(context.history.iter().flat_map(to_chat_messages));
+        messages.extend(
+            context
+                .history
+                .iter()
+                .flat_map(|message| to_chat_messages(message, &self.model_id)),
+        );
         messages.push(ChatMessage::text("user", context.user_message.text()));
         messages
     }
@@ -106,6 +122,7 @@ impl ModelAgent {
             model: self.model.clone(),
             messages: messages.to_vec(),
             tools: tools.to_vec(),
+            options: self.options.clone(),
         };
         let started_at = crate::stamps::now_rfc3339();
         let after_seq = context.run.event_count();
@@ -158,6 +175,7 @@ async fn run_calls(context: &RunContext, turn: TurnOutput, messages: &mut Vec<Ch
         content: (!turn.text.is_empty()).then_some(turn.text),
         tool_calls: turn.tool_calls,
         tool_call_id: None,
+        reasoning: turn.reasoning_blocks,
     });
     // One outcome per call, each paired with its call by the model's id.
     for outcome in context.run_tools(requests).await {
@@ -166,10 +184,8 @@ async fn run_calls(context: &RunContext, turn: TurnOutput, messages: &mut Vec<Ch
             Err(error) => format!("Error ({}): {}", error.kind, error.message),
         };
         messages.push(ChatMessage {
-            role: "tool".into(),
-            content: Some(content),
-            tool_calls: Vec::new(),
             tool_call_id: outcome.model_call_id,
+            ..ChatMessage::text("tool", content)
         });
     }
 }
@@ -260,54 +276,82 @@ fn parse_arguments(arguments: &str) -> Value {
         .unwrap_or_else(|_| serde_json::json!({ crate::sanitize::RAW_ARGUMENTS_KEY: arguments }))
 }
 
-/// An earlier message in OpenAI chat format: user text; assistant text, tool calls and results.
-fn to_chat_messages(message: &Message) -> Vec<ChatMessage> {
+/// An earlier message in OpenAI chat format: user text; assistant text, tool calls and results,
+/// and before each model turn the reasoning blocks `model_id` kept for it.
+fn to_chat_messages(message: &Message, model_id: &str) -> Vec<ChatMessage> {
     if message.role == Role::User {
         return vec![ChatMessage::text("user", message.text())];
     }
-    let mut out = Vec::new();
-    let mut pending_calls: Vec<RequestedCall> = Vec::new();
-    let mut pending_results: Vec<ChatMessage> = Vec::new();
-    let flush = |out: &mut Vec<ChatMessage>,
-                 calls: &mut Vec<RequestedCall>,
-                 results: &mut Vec<ChatMessage>| {
-        if !calls.is_empty() {
-            out.push(ChatMessage {
-                role: "assistant".into(),
-                content: None,
-                tool_calls: std::mem::take(calls),
-                tool_call_id: None,
-            });
-            out.append(results);
-        }
-    };
+    let mut turns = super::model_state::kept(message, model_id)
+        .into_iter()
+        .peekable();
+    let mut history = History::default();
     for segment in &message.segments {
-        match segment {
-            Segment::ToolCall(call) => {
-                pending_calls.push(RequestedCall {
-                    id: call.call_id.clone(),
-                    name: call.name.clone(),
-                    arguments: call.args.to_string(),
-                });
-                let content = match (&call.status, &call.error) {
-                    (ToolCallStatus::Success, _) => call.output.clone(),
-                    (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
-                    _ => "The tool did not finish.".to_owned(),
-                };
-                pending_results.push(ChatMessage {
-                    role: "tool".into(),
-                    content: Some(content),
-                    tool_calls: Vec::new(),
-                    tool_call_id: Some(call.call_id.clone()),
-                });
+        // A new turn: the calls of the one before go first, its blocks go with what comes next.
+        while turns
+            .peek()
+            .is_some_and(|(turn, _)| *turn <= segment.sequence_number())
+        {
+            history.flush();
+            if let Some((_, blocks)) = turns.next() {
+                history.blocks.extend(blocks);
             }
+        }
+        match segment {
+            Segment::ToolCall(call) => history.call(call),
             Segment::Text(text) => {
-                flush(&mut out, &mut pending_calls, &mut pending_results);
-                out.push(ChatMessage::text("assistant", text.text.clone()));
+                history.flush();
+                let mut message = ChatMessage::text("assistant", text.text.clone());
+                message.reasoning = std::mem::take(&mut history.blocks);
+                history.out.push(message);
             }
             Segment::Reasoning(_) => {}
         }
     }
-    flush(&mut out, &mut pending_calls, &mut pending_results);
-    out
+    history.flush();
+    history.out
+}
+
+/// An answer being turned back into chat messages: calls wait for their turn's end.
+#[derive(Default)]
+struct History {
+    out: Vec<ChatMessage>,
+    calls: Vec<RequestedCall>,
+    results: Vec<ChatMessage>,
+    /// Reasoning blocks for the next assistant message.
+    blocks: Vec<crate::providers::ReasoningBlock>,
+}
+
+impl History {
+    fn call(&mut self, call: &app::protocol::ToolCallSegment) {
+        self.calls.push(RequestedCall {
+            id: call.call_id.clone(),
+            name: call.name.clone(),
+            arguments: call.args.to_string(),
+        });
+        let content = match (&call.status, &call.error) {
+            (ToolCallStatus::Success, _) => call.output.clone(),
+            (_, Some(error)) => format!("Error ({}): {}", error.kind, error.message),
+            _ => "The tool did not finish.".to_owned(),
+        };
+        self.results.push(ChatMessage {
+            tool_call_id: Some(call.call_id.clone()),
+            ..ChatMessage::text("tool", content)
+        });
+    }
+
+    /// The calls waiting as one assistant message, then their results.
+    fn flush(&mut self) {
+        if self.calls.is_empty() {
+            return;
+        }
+        self.out.push(ChatMessage {
+            role: "assistant".into(),
+            content: None,
+            tool_calls: std::mem::take(&mut self.calls),
+            tool_call_id: None,
+            reasoning: std::mem::take(&mut self.blocks),
+        });
+        self.out.append(&mut self.results);
+    }
 }

@@ -77,6 +77,10 @@ async fn refused(response: reqwest::Response) -> ProviderError {
             ErrorCode::RateLimited,
             format!("The provider is rate-limiting requests ({status}){detail}"),
         ),
+        529 => ProviderError::new(
+            ErrorCode::Overloaded,
+            format!("The provider is overloaded ({status}){detail}"),
+        ),
         500..=599 => ProviderError::new(
             ErrorCode::ProviderUnavailable,
             format!("The provider failed ({status}){detail}"),

@@ -10,6 +10,7 @@ mod http;
 pub use http::{error_message, without_url};
 mod openai_chat;
 mod openai_responses;
+pub mod options;
 mod provider;
 pub mod sse;
 
@@ -106,7 +107,11 @@ pub struct ProviderConfig {
     /// The environment variable that holds the API key (none for local servers).
     #[serde(default)]
     pub api_key_env: Option<String>,
-    pub models: Vec<String>,
+    /// Names, or `{"id": name, ...options}` objects whose options override the provider's.
+    pub models: Vec<options::ModelEntry>,
+    /// Options for every model of the provider (docs/providers.md).
+    #[serde(default)]
+    pub options: options::ModelOptions,
     /// Sent as the first (system) message.
     #[serde(default)]
     pub system_prompt: Option<String>,
@@ -177,6 +182,7 @@ fn ag_ui_conversation(sent: &Value) -> Option<Vec<ChatMessage>> {
                     })
                     .collect(),
                 tool_call_id: None,
+                reasoning: Vec::new(),
             },
             Message::Tool {
                 content,
@@ -187,6 +193,7 @@ fn ag_ui_conversation(sent: &Value) -> Option<Vec<ChatMessage>> {
                 content: Some(content),
                 tool_calls: Vec::new(),
                 tool_call_id: Some(tool_call_id),
+                reasoning: Vec::new(),
             },
             Message::Reasoning { .. } | Message::Activity { .. } => return None,
         })
@@ -205,6 +212,10 @@ pub struct ChatMessage {
     pub tool_calls: Vec<RequestedCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// An assistant turn's reasoning as the provider recorded it, sent back before its calls by
+    /// the format that made it (any other leaves it out). Never serialized: absent from exports.
+    #[serde(skip)]
+    pub reasoning: Vec<ReasoningBlock>,
 }
 
 impl ChatMessage {
@@ -214,8 +225,26 @@ impl ChatMessage {
             content: Some(content.into()),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            reasoning: Vec::new(),
         }
     }
+
+    /// The blocks of this message that `format` made.
+    pub fn reasoning_of(&self, format: ProviderKind) -> impl Iterator<Item = &Value> {
+        self.reasoning
+            .iter()
+            .filter(move |block| block.format == format)
+            .map(|block| &block.block)
+    }
+}
+
+/// A provider's own record of a turn's reasoning (an Anthropic `thinking` or `redacted_thinking`
+/// block, a Responses `reasoning` item), kept exactly as it came: the provider checks its
+/// signature or decrypts it when it comes back. Opaque to Glassbox, never shown, never redacted.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReasoningBlock {
+    pub format: ProviderKind,
+    pub block: Value,
 }
 
 /// A tool call the model asked for, with its arguments as the JSON text the model wrote.
@@ -238,6 +267,8 @@ pub struct TurnRequest {
     pub model: String,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSchema>,
+    /// The model's options from the providers file (docs/providers.md).
+    pub options: Arc<options::ModelOptions>,
 }
 
 /// What one model turn produced.
@@ -248,6 +279,8 @@ pub struct TurnOutput {
     pub tool_calls: Vec<RequestedCall>,
     pub usage: Option<app::protocol::Usage>,
     pub finish_reason: Option<String>,
+    /// The provider's own records of the turn's reasoning, in the order they came.
+    pub reasoning_blocks: Vec<ReasoningBlock>,
 }
 
 /// Receives a turn's stream as it arrives. Reasoning comes in parts numbered by `summary_index`
@@ -300,8 +333,17 @@ pub const RETRY_DELAYS: [Duration; 3] = [
 #[derive(Clone)]
 struct Configured {
     adapter: Arc<dyn ChatProvider>,
-    models: Vec<String>,
+    /// Each model with its options (the provider's, overridden by the model's own).
+    models: Vec<(String, Arc<options::ModelOptions>)>,
     system_prompt: Option<String>,
+}
+
+/// A configured model: its provider's adapter, its name there, the system prompt and its options.
+pub struct ModelChoice {
+    pub adapter: Arc<dyn ChatProvider>,
+    pub model: String,
+    pub system_prompt: Option<String>,
+    pub options: Arc<options::ModelOptions>,
 }
 
 /// The configured providers, by name, and their models.
@@ -352,11 +394,13 @@ impl Providers {
             };
             let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key)
                 .map_err(|error| format!("provider '{}': {error}", config.name))?;
+            let models = model_options(&config)
+                .map_err(|error| format!("provider '{}': {error}", config.name))?;
             providers.insert(
                 config.name.clone(),
                 Configured {
                     adapter,
-                    models: config.models.clone(),
+                    models,
                     system_prompt: config.system_prompt.clone(),
                 },
             );
@@ -379,16 +423,16 @@ impl Providers {
         self.agents.get(name)
     }
 
-    /// `(adapter, model name, system prompt)` for a model id such as `openai/gpt-4o-mini`.
-    pub fn find(&self, model_id: &str) -> Option<(Arc<dyn ChatProvider>, String, Option<String>)> {
+    /// The configured model of an id such as `openai/gpt-4o-mini`.
+    pub fn find(&self, model_id: &str) -> Option<ModelChoice> {
         let (provider, model) = model_id.split_once('/')?;
         let configured = self.providers.get(provider)?;
-        configured.models.iter().any(|m| m == model).then(|| {
-            (
-                configured.adapter.clone(),
-                model.to_owned(),
-                configured.system_prompt.clone(),
-            )
+        let (_, options) = configured.models.iter().find(|(m, _)| m == model)?;
+        Some(ModelChoice {
+            adapter: configured.adapter.clone(),
+            model: model.to_owned(),
+            system_prompt: configured.system_prompt.clone(),
+            options: options.clone(),
         })
     }
 
@@ -400,7 +444,7 @@ impl Providers {
                 configured
                     .models
                     .iter()
-                    .map(move |model| format!("{name}/{model}"))
+                    .map(move |(model, _)| format!("{name}/{model}"))
             })
             .chain(
                 self.agents
@@ -408,6 +452,39 @@ impl Providers {
                     .map(|name| format!("{AGENT_PREFIX}/{name}")),
             )
             .collect()
+    }
+}
+
+/// Each model of a provider with its options (the provider's, then the model's own), checked.
+fn model_options(
+    config: &ProviderConfig,
+) -> Result<Vec<(String, Arc<options::ModelOptions>)>, String> {
+    config.options.check()?;
+    let mut models = Vec::new();
+    for entry in &config.models {
+        if entry.id.is_empty() || models.iter().any(|(id, _)| id == &entry.id) {
+            return Err(format!("model '{}' is empty or listed twice", entry.id));
+        }
+        let options = config.options.overridden_by(&entry.options);
+        options
+            .check()
+            .and_then(|()| anthropic_check(config.kind, &options))
+            .map_err(|error| format!("model '{}': {error}", entry.id))?;
+        models.push((entry.id.clone(), Arc::new(options)));
+    }
+    Ok(models)
+}
+
+/// Anthropic refuses a temperature other than 1 with thinking: say so at start, not per request.
+fn anthropic_check(kind: ProviderKind, options: &options::ModelOptions) -> Result<(), String> {
+    let thinking = options.thinking_budget.is_some() || options.reasoning == Some(true);
+    match options.temperature {
+        Some(temperature) if kind == ProviderKind::Anthropic && thinking && temperature != 1.0 => {
+            Err(format!(
+                "temperature {temperature} with thinking: Anthropic takes none (drop temperature, or set reasoning to false)"
+            ))
+        }
+        _ => Ok(()),
     }
 }
 

@@ -23,6 +23,13 @@ pub struct Request {
     stream_options: Option<StreamOptions>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     tools: Vec<Tool>,
+    /// From the model's options (docs/providers.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -156,6 +163,9 @@ impl WireFormat for OpenAiChat {
                     },
                 })
                 .collect(),
+            reasoning_effort: turn.options.reasoning_effort.clone(),
+            max_completion_tokens: turn.options.max_output_tokens,
+            temperature: turn.options.temperature,
         }
     }
 
@@ -272,6 +282,7 @@ impl From<Message> for ChatMessage {
                 })
                 .collect(),
             tool_call_id: message.tool_call_id,
+            reasoning: Vec::new(),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! The OpenAI Responses API, streamed. Reasoning summary parts arrive with their `summary_index`
 //! (`response.reasoning_summary_text.delta`), answer text as `response.output_text.delta`,
 //! function calls as output items whose arguments stream in `response.function_call_arguments.*`,
-//! and usage with `response.completed`.
+//! and usage with `response.completed`. Full reasoning text (`response.reasoning_text.delta`, as
+//! open-weight servers send it) is reasoning too. With reasoning on, the request asks for the
+//! encrypted reasoning (`include`, `store: false`); each `reasoning` output item is kept as it came
+//! and sent back before the function calls that followed it.
 
 use std::collections::BTreeMap;
 
@@ -25,11 +28,21 @@ pub struct Request {
     stream: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     reasoning: Option<ReasoningOptions>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    include: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    store: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
 }
 
 #[derive(Serialize, Deserialize)]
 struct ReasoningOptions {
     summary: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    effort: Option<String>,
 }
 
 /// An input item: a message, a call the model made, or a call's output.
@@ -48,6 +61,11 @@ enum Item {
     FunctionCallOutput {
         call_id: String,
         output: String,
+    },
+    /// A reasoning item as the model sent it (id, summary, encrypted content), sent back as it is.
+    Reasoning {
+        #[serde(flatten)]
+        item: serde_json::Map<String, Value>,
     },
 }
 
@@ -71,8 +89,16 @@ pub enum Event {
         summary_index: u32,
         delta: String,
     },
+    #[serde(rename = "response.reasoning_text.delta")]
+    ReasoningTextDelta {
+        #[serde(default)]
+        content_index: u32,
+        delta: String,
+    },
     #[serde(rename = "response.output_text.delta")]
     TextDelta { delta: String },
+    #[serde(rename = "response.output_item.done")]
+    ItemDone { item: Value },
     #[serde(rename = "response.output_item.added")]
     ItemAdded {
         #[serde(default)]
@@ -169,6 +195,10 @@ impl WireFormat for OpenAiResponses {
     type State = Items;
 
     fn request(turn: &TurnRequest) -> Request {
+        let options = &turn.options;
+        let reasoning = options
+            .reasoning
+            .unwrap_or(options.reasoning_effort.is_some() || reasons_by_name(&turn.model));
         Request {
             model: turn.model.clone(),
             input: turn.messages.iter().flat_map(items).collect(),
@@ -182,9 +212,17 @@ impl WireFormat for OpenAiResponses {
                 })
                 .collect(),
             stream: true,
-            reasoning: Some(ReasoningOptions {
+            reasoning: reasoning.then(|| ReasoningOptions {
                 summary: "auto".into(),
+                effort: options.reasoning_effort.clone(),
             }),
+            include: reasoning
+                .then(|| "reasoning.encrypted_content".to_owned())
+                .into_iter()
+                .collect(),
+            store: reasoning.then_some(false),
+            max_output_tokens: options.max_output_tokens,
+            temperature: options.temperature,
         }
     }
 
@@ -206,10 +244,9 @@ impl WireFormat for OpenAiResponses {
                     match messages.last_mut() {
                         Some(last) if last.role == "assistant" => last.tool_calls.push(call),
                         _ => messages.push(ChatMessage {
-                            role: "assistant".into(),
                             content: None,
                             tool_calls: vec![call],
-                            tool_call_id: None,
+                            ..ChatMessage::text("assistant", "")
                         }),
                     }
                 }
@@ -217,6 +254,7 @@ impl WireFormat for OpenAiResponses {
                     tool_call_id: Some(call_id),
                     ..ChatMessage::text("tool", output)
                 }),
+                Item::Reasoning { .. } => {}
             }
         }
         messages
@@ -233,7 +271,16 @@ impl WireFormat for OpenAiResponses {
                 summary_index,
                 delta,
             } => turn.reasoning(summary_index, &delta, sink),
+            Event::ReasoningTextDelta {
+                content_index,
+                delta,
+            } => turn.reasoning(content_index, &delta, sink),
             Event::TextDelta { delta } => turn.text(&delta, sink),
+            Event::ItemDone { item } => {
+                if item["type"] == "reasoning" {
+                    turn.reasoning_block(ProviderKind::OpenaiResponses, item);
+                }
+            }
             Event::ItemAdded {
                 output_index,
                 item:
@@ -301,7 +348,18 @@ impl Items {
     }
 }
 
-/// A chat-format message as input items: its text, then its calls; a tool result as a call output.
+/// Whether a model reasons, by its name, when the options do not say: OpenAI's o-series, GPT-5
+/// and Codex models, and the open-weight gpt-oss.
+fn reasons_by_name(model: &str) -> bool {
+    let name = model.rsplit('/').next().unwrap_or(model);
+    ["o1", "o3", "o4", "gpt-5", "codex"]
+        .iter()
+        .any(|prefix| name.starts_with(prefix))
+        || name.contains("gpt-oss")
+}
+
+/// A chat-format message as input items: its kept reasoning items, its text, then its calls; a
+/// tool result as a call output.
 fn items(message: &ChatMessage) -> Vec<Item> {
     if message.role == "tool" {
         return vec![Item::FunctionCallOutput {
@@ -309,11 +367,18 @@ fn items(message: &ChatMessage) -> Vec<Item> {
             output: message.content.clone().unwrap_or_default(),
         }];
     }
+    let kept = message
+        .reasoning_of(ProviderKind::OpenaiResponses)
+        .filter_map(|block| {
+            let mut item = block.as_object()?.clone();
+            // The tag is the enum's own.
+            (item.remove("type")? == "reasoning").then_some(Item::Reasoning { item })
+        });
     let text = message.content.iter().filter(|c| !c.is_empty());
-    text.map(|content| Item::Message {
+    kept.chain(text.map(|content| Item::Message {
         role: message.role.clone(),
         content: content.clone(),
-    })
+    }))
     .chain(message.tool_calls.iter().map(|call| Item::FunctionCall {
         call_id: call.id.clone(),
         name: call.name.clone(),

@@ -30,7 +30,7 @@ pub trait WireFormat: Send + Sync + 'static {
 
     /// The request's headers besides the content type: `Authorization: Bearer <key>` (the
     /// OpenAI APIs') unless the format says otherwise.
-    fn headers(api_key: Option<&str>) -> Vec<(&'static str, String)> {
+    fn headers(api_key: Option<&str>, _turn: &TurnRequest) -> Vec<(&'static str, String)> {
         api_key
             .map(|key| ("authorization", format!("Bearer {key}")))
             .into_iter()
@@ -69,10 +69,23 @@ impl<F: WireFormat> Provider<F> {
 
     async fn exchange(
         &self,
+        request: &TurnRequest,
         body: bytes::Bytes,
         sink: &mut dyn TurnSink,
     ) -> Result<TurnOutput, ProviderError> {
-        let headers = F::headers(self.api_key.as_deref());
+        let mut headers: Vec<(&str, String)> = F::headers(self.api_key.as_deref(), request);
+        let configured = request.options.expanded_headers();
+        // A configured header replaces the format's own of the same name.
+        headers.retain(|(name, _)| {
+            !configured
+                .iter()
+                .any(|(own, _)| own.eq_ignore_ascii_case(name))
+        });
+        headers.extend(
+            configured
+                .iter()
+                .map(|(name, value)| (name.as_str(), value.clone())),
+        );
         let response = http::send(&self.client, &self.url, &headers, body).await?;
         read_stream::<F>(response, sink).await
     }
@@ -85,10 +98,14 @@ impl<F: WireFormat> ChatProvider for Provider<F> {
         sink: &'a mut dyn TurnSink,
     ) -> BoxFuture<'a, Exchange> {
         Box::pin(async move {
-            // Serialized once: these bytes go out, and the same bytes are what gets recorded.
-            let body = serde_json::to_vec(&F::request(request)).unwrap_or_default();
-            let sent = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let result = self.exchange(body.into(), sink).await;
+            let mut sent = serde_json::to_value(F::request(request)).unwrap_or(Value::Null);
+            // `extra_body` goes in as it is, over the format's own members.
+            if let (Value::Object(body), Some(extra)) = (&mut sent, &request.options.extra_body) {
+                body.extend(extra.clone());
+            }
+            // Serialized once: these bytes go out, and the same value is what gets recorded.
+            let body = serde_json::to_vec(&sent).unwrap_or_default();
+            let result = self.exchange(request, body.into(), sink).await;
             Exchange {
                 format: F::KIND,
                 sent,
@@ -205,6 +222,13 @@ impl TurnBuilder {
 
     pub fn call_count(&self) -> u64 {
         self.calls.len() as u64
+    }
+
+    /// Keeps a provider's own record of the turn's reasoning, to be sent back as it came.
+    pub fn reasoning_block(&mut self, format: ProviderKind, block: Value) {
+        self.output
+            .reasoning_blocks
+            .push(super::ReasoningBlock { format, block });
     }
 
     pub fn finish_reason(&mut self, reason: String) {
