@@ -55,6 +55,10 @@ impl Agents {
         }
     }
 
+    pub fn providers(&self) -> &crate::providers::Providers {
+        &self.providers
+    }
+
     /// Every model a conversation can choose: the demo agent, the providers' models, scenarios.
     pub fn model_ids(&self) -> Vec<String> {
         let mut ids = vec![DEMO_MODEL.to_owned()];

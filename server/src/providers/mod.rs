@@ -6,6 +6,7 @@
 //! the browser, the events, the database or the logs.
 
 mod anthropic;
+mod discover;
 mod http;
 pub use http::{error_message, without_url};
 mod openai_chat;
@@ -106,7 +107,14 @@ pub struct ProviderConfig {
     /// The environment variable that holds the API key (none for local servers).
     #[serde(default)]
     pub api_key_env: Option<String>,
-    pub models: Vec<String>,
+    /// Sends the bare key in this header instead of the format's own (Azure's `api-key`).
+    #[serde(default)]
+    pub api_key_header: Option<String>,
+    /// Query parameters of every request (Azure's `api-version`).
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// The model names, or `"discover"`: listed from `GET {base_url}/models` at start.
+    pub models: discover::Models,
     /// Sent as the first (system) message.
     #[serde(default)]
     pub system_prompt: Option<String>,
@@ -115,18 +123,15 @@ pub struct ProviderConfig {
 /// The provider that speaks `kind`'s API.
 fn provider_for(
     kind: ProviderKind,
-    client: reqwest::Client,
-    base_url: &str,
-    api_key: Option<String>,
+    clients: http::Clients,
+    endpoint: provider::Endpoint,
 ) -> Result<Arc<dyn ChatProvider>, String> {
     Ok(match kind {
-        ProviderKind::OpenaiChat => {
-            Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
-        }
+        ProviderKind::OpenaiChat => Arc::new(Provider::<OpenAiChat>::new(clients, endpoint)),
         ProviderKind::OpenaiResponses => {
-            Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
+            Arc::new(Provider::<OpenAiResponses>::new(clients, endpoint))
         }
-        ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(client, base_url, api_key)),
+        ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(clients, endpoint)),
         ProviderKind::AgUi => {
             return Err(
                 "kind 'ag_ui' is not a model provider: list AG-UI agents under 'agents'".into(),
@@ -255,6 +260,9 @@ pub struct TurnOutput {
 pub trait TurnSink: Send {
     fn reasoning(&mut self, summary_index: u32, delta: &str);
     fn text(&mut self, delta: &str);
+    /// The request failed (`reason`: `rate_limited`, `overloaded`, ...) and is sent again, for
+    /// the `attempt`th time, after `delay`.
+    fn retrying(&mut self, _attempt: u32, _delay: Duration, _reason: &ErrorCode) {}
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -300,8 +308,20 @@ pub const RETRY_DELAYS: [Duration; 3] = [
 #[derive(Clone)]
 struct Configured {
     adapter: Arc<dyn ChatProvider>,
-    models: Vec<String>,
+    /// Shared by every clone: a discovered list is replaced in place.
+    models: Arc<std::sync::RwLock<Vec<String>>>,
     system_prompt: Option<String>,
+    /// Set when the models are listed by the server (`"models": "discover"`).
+    discovery: Option<discover::Discovery>,
+}
+
+impl Configured {
+    fn models(&self) -> Vec<String> {
+        self.models
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .clone()
+    }
 }
 
 /// The configured providers, by name, and their models.
@@ -323,43 +343,12 @@ impl Providers {
         let file: ProvidersFile = serde_json::from_str(&text).map_err(|error| {
             format!("{} is not a valid providers file: {error}", path.display())
         })?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let clients = http::Clients::new()?;
         let mut providers = BTreeMap::new();
         for config in file.providers {
-            if config.name.is_empty()
-                || config.name.contains('/')
-                || config.name.starts_with("scenario")
-                || config.name == "demo"
-                || config.name == AGENT_PREFIX
-            {
-                return Err(format!(
-                    "provider name '{}' is not allowed (no '/', not 'demo', 'agent' or 'scenario')",
-                    config.name
-                ));
-            }
-            let api_key = match &config.api_key_env {
-                Some(variable) => match std::env::var(variable) {
-                    Ok(key) if !key.is_empty() => Some(key),
-                    _ => {
-                        tracing::warn!(provider = %config.name, variable = %variable, "the API key variable is not set");
-                        None
-                    }
-                },
-                None => None,
-            };
-            let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key)
+            let configured = configure(config.clone(), clients.clone())
                 .map_err(|error| format!("provider '{}': {error}", config.name))?;
-            providers.insert(
-                config.name.clone(),
-                Configured {
-                    adapter,
-                    models: config.models.clone(),
-                    system_prompt: config.system_prompt.clone(),
-                },
-            );
+            providers.insert(config.name.clone(), configured);
         }
         for name in file.mcp_servers.keys() {
             crate::tools::mcp::check_server_name(name)?;
@@ -373,6 +362,31 @@ impl Providers {
         })
     }
 
+    /// Lists again the models of every provider configured with `"models": "discover"`; a server
+    /// that cannot be asked keeps the list it had. How many models each such provider has now.
+    pub async fn discover(&self) -> BTreeMap<String, usize> {
+        let mut counts = BTreeMap::new();
+        for (name, configured) in &self.providers {
+            let Some(discovery) = &configured.discovery else {
+                continue;
+            };
+            match discovery.list().await {
+                Ok(models) => {
+                    tracing::info!(provider = %name, models = models.len(), "listed the server's models");
+                    *configured
+                        .models
+                        .write()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = models;
+                }
+                Err(error) => {
+                    tracing::warn!(provider = %name, %error, "could not list the server's models")
+                }
+            }
+            counts.insert(name.clone(), configured.models().len());
+        }
+        counts
+    }
+
     /// The AG-UI agent of a model id such as `agent/research`.
     pub fn agent(&self, model_id: &str) -> Option<&ConfiguredAgent> {
         let name = model_id.strip_prefix(AGENT_PREFIX)?.strip_prefix('/')?;
@@ -383,7 +397,7 @@ impl Providers {
     pub fn find(&self, model_id: &str) -> Option<(Arc<dyn ChatProvider>, String, Option<String>)> {
         let (provider, model) = model_id.split_once('/')?;
         let configured = self.providers.get(provider)?;
-        configured.models.iter().any(|m| m == model).then(|| {
+        configured.models().iter().any(|m| m == model).then(|| {
             (
                 configured.adapter.clone(),
                 model.to_owned(),
@@ -398,8 +412,8 @@ impl Providers {
             .iter()
             .flat_map(|(name, configured)| {
                 configured
-                    .models
-                    .iter()
+                    .models()
+                    .into_iter()
                     .map(move |model| format!("{name}/{model}"))
             })
             .chain(
@@ -409,6 +423,55 @@ impl Providers {
             )
             .collect()
     }
+}
+
+/// Checks a provider's name, reads its key and builds its adapter.
+fn configure(config: ProviderConfig, clients: http::Clients) -> Result<Configured, String> {
+    if config.name.is_empty()
+        || config.name.contains('/')
+        || config.name.starts_with("scenario")
+        || config.name == "demo"
+        || config.name == AGENT_PREFIX
+    {
+        return Err(format!(
+            "provider name '{}' is not allowed (no '/', not 'demo', 'agent' or 'scenario')",
+            config.name
+        ));
+    }
+    if let Some(header) = &config.api_key_header {
+        reqwest::header::HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| format!("api_key_header '{header}' is not a header name"))?;
+    }
+    let api_key = match &config.api_key_env {
+        Some(variable) => match std::env::var(variable) {
+            Ok(key) if !key.is_empty() => Some(key),
+            _ => {
+                tracing::warn!(provider = %config.name, variable = %variable, "the API key variable is not set");
+                None
+            }
+        },
+        None => None,
+    };
+    let endpoint = provider::Endpoint {
+        base_url: config.base_url.clone(),
+        api_key,
+        api_key_header: config.api_key_header.clone(),
+        query: config.query.clone().into_iter().collect(),
+    };
+    let adapter = provider_for(config.kind, clients.clone(), endpoint.clone())?;
+    let (models, discovery) = match config.models {
+        discover::Models::List(models) => (models, None),
+        discover::Models::Discover(_) => (
+            Vec::new(),
+            Some(discover::Discovery::new(config.kind, endpoint, clients)),
+        ),
+    };
+    Ok(Configured {
+        adapter,
+        models: Arc::new(std::sync::RwLock::new(models)),
+        system_prompt: config.system_prompt,
+        discovery,
+    })
 }
 
 /// An AG-UI agent and its HTTP client (its connect timeout; no overall one, a run is long).

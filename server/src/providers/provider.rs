@@ -50,30 +50,87 @@ pub trait WireFormat: Send + Sync + 'static {
     fn flush(_state: &mut Self::State, _turn: &mut TurnBuilder, _sink: &mut dyn TurnSink) {}
 }
 
+/// Where and how a provider is reached: its base URL (`{model}` in it is replaced by the model's
+/// name, for Azure's deployment URLs), query parameters (`api-version`), its key and the header
+/// that carries it when not the format's own.
+#[derive(Clone, Debug, Default)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Sends the bare key in this header instead of the format's (Azure's `api-key`).
+    pub api_key_header: Option<String>,
+    pub query: Vec<(String, String)>,
+}
+
+impl Endpoint {
+    /// `base_url` + `path` for `model`, with the query.
+    pub fn url(&self, path: &str, model: &str) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        let model: String =
+            percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
+                .collect();
+        let mut url = format!("{}{path}", base.replace("{model}", &model));
+        if !self.query.is_empty() {
+            let query = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(&self.query)
+                .finish();
+            url.push(if url.contains('?') { '&' } else { '?' });
+            url.push_str(&query);
+        }
+        url
+    }
+
+    /// The request's headers: the format's, with the key in `api_key_header` when one is set.
+    pub fn headers<F: WireFormat>(&self) -> Vec<(String, String)> {
+        let key = self.api_key.as_deref();
+        let own_key = if self.api_key_header.is_some() {
+            None
+        } else {
+            key
+        };
+        let mut headers: Vec<(String, String)> = F::headers(own_key)
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        if let (Some(name), Some(key)) = (&self.api_key_header, key) {
+            headers.push((name.clone(), key.to_owned()));
+        }
+        headers
+    }
+}
+
 pub struct Provider<F> {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+    clients: http::Clients,
+    endpoint: Endpoint,
     format: PhantomData<F>,
 }
 
 impl<F: WireFormat> Provider<F> {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(clients: http::Clients, endpoint: Endpoint) -> Self {
         Provider {
-            client,
-            url: format!("{}{}", base_url.trim_end_matches('/'), F::PATH),
-            api_key,
+            clients,
+            endpoint,
             format: PhantomData,
         }
     }
 
     async fn exchange(
         &self,
+        model: &str,
         body: bytes::Bytes,
         sink: &mut dyn TurnSink,
     ) -> Result<TurnOutput, ProviderError> {
-        let headers = F::headers(self.api_key.as_deref());
-        let response = http::send(&self.client, &self.url, &headers, body).await?;
+        let url = self.endpoint.url(F::PATH, model);
+        let headers = self.endpoint.headers::<F>();
+        let request = http::Outgoing {
+            url: &url,
+            headers: &headers,
+            body,
+        };
+        let response = http::send(&self.clients, request, &mut |retry| {
+            sink.retrying(retry.attempt, retry.delay, &retry.reason)
+        })
+        .await?;
         read_stream::<F>(response, sink).await
     }
 }
@@ -88,7 +145,7 @@ impl<F: WireFormat> ChatProvider for Provider<F> {
             // Serialized once: these bytes go out, and the same bytes are what gets recorded.
             let body = serde_json::to_vec(&F::request(request)).unwrap_or_default();
             let sent = serde_json::from_slice(&body).unwrap_or(Value::Null);
-            let result = self.exchange(body.into(), sink).await;
+            let result = self.exchange(&request.model, body.into(), sink).await;
             Exchange {
                 format: F::KIND,
                 sent,
@@ -203,6 +260,11 @@ impl TurnBuilder {
         self.calls.get_mut(&position)
     }
 
+    /// The position after every call so far.
+    pub fn next_call_position(&self) -> u64 {
+        self.calls.keys().next_back().map_or(0, |last| last + 1)
+    }
+
     pub fn call_count(&self) -> u64 {
         self.calls.len() as u64
     }
@@ -242,30 +304,55 @@ impl TurnBuilder {
     }
 }
 
-/// An error object as providers send it mid-stream (`{"message": ...}`), or a bare string.
+/// An error object as providers send it mid-stream (`{"message", "code"?, "type"?}`: OpenAI's,
+/// OpenRouter's numeric `code`, Anthropic's `type`), or a bare string.
 #[derive(Deserialize)]
 #[serde(untagged)]
 pub enum WireError {
     Object {
         #[serde(default)]
         message: Option<String>,
+        #[serde(default)]
+        code: Option<Value>,
+        #[serde(default, rename = "type")]
+        kind: Option<String>,
     },
     Text(String),
 }
 
 impl WireError {
-    /// The error that ends the turn.
+    /// The error that ends the turn: the provider's own message, and a code from its own code or
+    /// type (`overloaded`, `rate_limited`, `context_length`, `content_filter`, ...).
     pub fn into_error(error: Option<WireError>) -> ProviderError {
-        let message = match error {
+        let (message, code, kind) = match error {
             Some(WireError::Object {
-                message: Some(message),
-            })
-            | Some(WireError::Text(message)) => message,
-            _ => "unknown error".to_owned(),
+                message,
+                code,
+                kind,
+            }) => (message, code, kind),
+            Some(WireError::Text(message)) => (Some(message), None, None),
+            None => (None, None, None),
         };
+        let code = code.map(|code| match code {
+            Value::String(text) => text,
+            other => other.to_string(),
+        });
+        let named = [code.as_deref(), kind.as_deref()];
+        let label = named
+            .iter()
+            .flatten()
+            .next()
+            .map(|name| format!(" ({name})"));
+        let message = message.unwrap_or_else(|| "unknown error".to_owned());
+        let message = crate::sanitize::shorten(&message, 300)
+            .map(|cut| format!("{cut}…"))
+            .unwrap_or(message);
         ProviderError::new(
-            ErrorCode::ProviderError,
-            format!("The provider reported an error mid-stream: {message}"),
+            http::classify(&named),
+            format!(
+                "The provider reported an error mid-stream{}: {message}",
+                label.unwrap_or_default()
+            ),
         )
     }
 }
