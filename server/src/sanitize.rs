@@ -28,10 +28,18 @@ pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
 pub const MAX_DELTA_CHARS: usize = 8 * 1024;
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 
-/// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens; it is
-/// not a credential.
+/// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens, and so
+/// does an object of numbers under one ending in `tokens_details` (OpenAI's
+/// `prompt_tokens_details`); neither is a credential.
 fn is_token_count(key: &str, value: &Value) -> bool {
-    value.is_number() && key.to_ascii_lowercase().ends_with("tokens")
+    let key = key.to_ascii_lowercase();
+    match value {
+        Value::Number(_) => key.ends_with("tokens"),
+        Value::Object(details) => {
+            key.ends_with("tokens_details") && details.values().all(Value::is_number)
+        }
+        _ => false,
+    }
 }
 
 /// Redacts secret-looking keys and shortens long strings, recursively.
@@ -225,6 +233,7 @@ mod tests {
             "nested": {"Authorization": "Bearer x", "list": [{"session_token": "t"}, "plain"]},
             "Password": 12,
             "max_tokens": 8192,
+            "prompt_tokens_details": {"cached_tokens": 10},
             "api_tokens": "t1 t2",
         });
         sanitize_value(&mut args);
@@ -236,6 +245,7 @@ mod tests {
                 "nested": {"Authorization": REDACTED, "list": [{"session_token": REDACTED}, "plain"]},
                 "Password": REDACTED,
                 "max_tokens": 8192,
+                "prompt_tokens_details": {"cached_tokens": 10},
                 "api_tokens": REDACTED,
             })
         );

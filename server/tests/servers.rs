@@ -1085,3 +1085,61 @@ async fn a_request_lost_on_a_connection_the_server_closed_is_sent_again_on_a_fre
     );
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cached_and_reasoning_tokens_reach_the_message_the_trace_and_the_exports() {
+    let row = openai();
+    let (_fake, base) = start_fake(BTreeMap::from([(
+        row.server.to_owned(),
+        row.script.clone(),
+    )]))
+    .await;
+    let server = start_glassbox(json!({"providers": [provider_entry(row.server, &base)]})).await;
+    let events = run(&server, "openai/openai", "List the folder").await;
+    let expected = usage(2500, 50, Some(2176), Some(32));
+    assert_eq!(final_message(&events).usage, Some(expected));
+    let EventKind::MessageStarted {
+        conversation_id,
+        trace_id,
+        ..
+    } = &events[0].kind
+    else {
+        panic!("first event: {:?}", events[0])
+    };
+
+    let (status, trace) = server.get_json(&format!("/api/traces/{trace_id}")).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        (
+            &trace["input_tokens"],
+            &trace["output_tokens"],
+            &trace["cache_read_tokens"],
+            &trace["reasoning_tokens"]
+        ),
+        (&json!(2500), &json!(50), &json!(2176), &json!(32)),
+        "{trace}"
+    );
+    assert!(
+        trace.get("cache_write_tokens").is_none(),
+        "not reported, not shown: {trace}"
+    );
+
+    let inspector = server.inspector(trace_id).await;
+    let first_turn = &inspector[0]["response"]["usage"];
+    assert_eq!(first_turn["prompt_tokens"], 1200, "{inspector}");
+    assert_eq!(first_turn["prompt_tokens_details"]["cached_tokens"], 1024);
+    assert_eq!(
+        first_turn["completion_tokens_details"]["reasoning_tokens"],
+        32
+    );
+
+    let (status, flow) = server
+        .get_json(&format!("/thoughtflow/{conversation_id}.json"))
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        flow["runs"][0]["usage"],
+        json!({"input_tokens": 2500, "output_tokens": 50, "cache_read_tokens": 2176, "reasoning_tokens": 32})
+    );
+    server.stop().await;
+}

@@ -296,18 +296,7 @@ fn MessageFooter(
         1 => Some("1 tool call".to_owned()),
         n => Some(format!("{n} tool calls")),
     };
-    let tokens = move || {
-        facts().usage.map(|usage| {
-            let reasoning = usage
-                .reasoning_tokens
-                .map(|n| format!(", {n} reasoning"))
-                .unwrap_or_default();
-            format!(
-                "{} in · {} out{reasoning} tokens",
-                usage.input_tokens, usage.output_tokens
-            )
-        })
-    };
+    let tokens = move || facts().usage.map(|usage| usage.summary());
     let copied = RwSignal::new(false);
     let copy = move |_| {
         #[cfg(feature = "hydrate")]

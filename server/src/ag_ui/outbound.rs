@@ -346,7 +346,7 @@ impl Outbound {
             output_tokens: Some(usage.output_tokens),
             total_tokens: Some(usage.input_tokens.saturating_add(usage.output_tokens)),
             reasoning_tokens: usage.reasoning_tokens,
-            cached_input_tokens: None,
+            cached_input_tokens: usage.cache_read_tokens,
         }])
     }
 }
