@@ -108,12 +108,7 @@ fn sanitize_event(kind: &mut EventKind) {
     match kind {
         EventKind::ToolCallStarted { args, display, .. } => {
             sanitize_value(args);
-            if let Some(text) = display {
-                redact_in_place(text);
-                if let Some(cut) = shorten(text, 200) {
-                    *text = format!("{cut}…");
-                }
-            }
+            display.iter_mut().for_each(sanitize_display);
         }
         EventKind::ToolResult { .. } => sanitize_result(kind),
         EventKind::ToolApprovalRequested { args, .. } => sanitize_value(args),
@@ -166,8 +161,7 @@ fn sanitize_event(kind: &mut EventKind) {
         }
         // Text and reasoning deltas: `Streams`, in `sanitize`.
         EventKind::TextDelta { .. } | EventKind::ReasoningPartDelta { .. } => {}
-        // Identifiers, counts, names of tools and models, and a completed run's message (built by
-        // the reducer from events that came through here).
+        // Ids, counts, tool and model names, a completed run's message (built from sanitized events).
         EventKind::MessageStarted { .. }
         | EventKind::ReasoningPartStarted { .. }
         | EventKind::ReasoningPartCompleted {
@@ -175,10 +169,19 @@ fn sanitize_event(kind: &mut EventKind) {
         }
         | EventKind::ToolApprovalResolved { reason: None, .. }
         | EventKind::Usage(_)
+        | EventKind::Retrying { .. }
         | EventKind::MessageFinal { .. } => {}
         // Opaque to Glassbox (an agent's encrypted reasoning), sent back to the agent byte for
         // byte: redaction would break it. Its size is capped where it is made.
         EventKind::AgentState { .. } => {}
+    }
+}
+
+/// A call's display line: redacted, at most 200 characters.
+fn sanitize_display(text: &mut String) {
+    redact_in_place(text);
+    if let Some(cut) = shorten(text, 200) {
+        *text = format!("{cut}…");
     }
 }
 
@@ -402,12 +405,17 @@ mod tests {
                 key: "rs_1:0".into(),
                 state: json!({"ag_ui": {"encryptedValue": "gAAAAB-opaque"}}),
             },
+            EventKind::Retrying {
+                attempt: 1,
+                delay_ms: 2000,
+                reason: app::protocol::ErrorCode::RateLimited,
+            },
         ]
     }
 
     /// How many kinds there are, and each one's place in [`every_kind`]. No wildcard: a new kind
     /// does not compile until it is named here, and then fails the test until it has an example.
-    const KINDS: usize = 15;
+    const KINDS: usize = 16;
     fn kind_index(kind: &EventKind) -> usize {
         match kind {
             EventKind::MessageStarted { .. } => 0,
@@ -425,6 +433,7 @@ mod tests {
             EventKind::MessageCancelled { .. } => 12,
             EventKind::MessageError { .. } => 13,
             EventKind::AgentState { .. } => 14,
+            EventKind::Retrying { .. } => 15,
         }
     }
 

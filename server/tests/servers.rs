@@ -940,6 +940,33 @@ async fn retry_after_is_waited_for_and_529_ends_as_overloaded() {
         "waited {waited:?}"
     );
     assert_eq!(fake.received_for("limited").len(), 2);
+    // The wait is an event, folded into the live message until the answer arrives.
+    let retrying: Vec<&EventKind> = events
+        .iter()
+        .map(|e| &e.kind)
+        .filter(|kind| matches!(kind, EventKind::Retrying { .. }))
+        .collect();
+    assert_eq!(
+        retrying,
+        [&EventKind::Retrying {
+            attempt: 1,
+            delay_ms: 2000,
+            reason: ErrorCode::RateLimited
+        }]
+    );
+    let at = events
+        .iter()
+        .position(|e| matches!(e.kind, EventKind::Retrying { .. }))
+        .unwrap_or_default();
+    let live = app::protocol::fold(&events[..=at]).expect("a message");
+    assert_eq!(
+        live.retrying.map(|r| r.delay_ms),
+        Some(2000),
+        "shown while it waits"
+    );
+    let answered = app::protocol::fold(&events[..events.len() - 1]).expect("a message");
+    assert_eq!(answered.retrying, None, "cleared when text arrives");
+    assert_eq!(final_message(&events).retrying, None);
 
     let events = run(&server, "chat/busy", "Go").await;
     let (code, error) = error_of(&events);

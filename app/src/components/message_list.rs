@@ -269,6 +269,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             aria-busy=move || streaming().to_string()
         >
             <MessageBlocks model />
+            <RetryNote model />
             <super::activity::ActivityStrip model />
             {footer}
             <Show when=move || live.get()>
@@ -278,6 +279,30 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
         </article>
     }
     .into_any()
+}
+
+/// "Rate limited: retrying in 2 s (attempt 1)" while the run waits to send the model's request
+/// again; gone once the model sends something or the run ends.
+#[component]
+fn RetryNote(model: MessageModel) -> impl IntoView {
+    let note = move || {
+        let retrying = model.retrying.get()?;
+        if !model.is_streaming() {
+            return None;
+        }
+        let why = match retrying.reason.as_str() {
+            "rate_limited" => "Rate limited",
+            "overloaded" => "The provider is overloaded",
+            "connection_failed" => "Could not reach the provider",
+            _ => "The provider failed",
+        };
+        let seconds = retrying.delay_ms.div_ceil(1000);
+        Some(format!(
+            "{why}: retrying in {seconds} s (attempt {})",
+            retrying.attempt
+        ))
+    };
+    move || note().map(|text| view! { <p class="retry-note muted" role="status">{text}</p> })
 }
 
 /// An ended answer's figures (model, duration, tool calls, tokens) and what can be done with it:

@@ -35,6 +35,18 @@ pub struct Message {
     /// `agent_state` events): never shown.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agent_state: BTreeMap<String, Value>,
+    /// While the run waits to send the model's request again (a `retrying` event): live only,
+    /// cleared by the next content and in every ended message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<Retrying>,
+}
+
+/// A wait before the model's request is sent again, as the message shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retrying {
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub reason: super::codes::ErrorCode,
 }
 
 impl Message {
@@ -56,6 +68,7 @@ impl Message {
             trace_id: None,
             duration_ms: None,
             agent_state: BTreeMap::new(),
+            retrying: None,
         }
     }
 
@@ -73,6 +86,7 @@ impl Message {
             trace_id: None,
             duration_ms: None,
             agent_state: BTreeMap::new(),
+            retrying: None,
         }
     }
 

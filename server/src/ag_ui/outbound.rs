@@ -107,10 +107,12 @@ impl Outbound {
             EventKind::MessageFinal { .. }
             | EventKind::MessageCancelled { .. }
             | EventKind::MessageError { .. } => self.terminal(kind, &mut out),
-            // An inner agent's state for its next request is Glassbox's to keep, not the client's.
+            // An inner agent's state for its next request is Glassbox's to keep, not the client's;
+            // a wait before a retry has no AG-UI event (the run simply goes on after it).
             EventKind::ToolCallUpdate { .. }
             | EventKind::ToolApprovalResolved { .. }
-            | EventKind::AgentState { .. } => {}
+            | EventKind::AgentState { .. }
+            | EventKind::Retrying { .. } => {}
         }
         out
     }

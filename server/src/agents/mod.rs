@@ -268,6 +268,15 @@ impl RunContext {
     pub fn emit_usage(&self, usage: Usage) {
         self.run.emit(EventKind::Usage(usage));
     }
+
+    /// The model's request is sent again after `delay` (shown as "retrying in N s").
+    pub fn emit_retrying(&self, attempt: u32, delay: Duration, reason: app::protocol::ErrorCode) {
+        self.run.emit(EventKind::Retrying {
+            attempt,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason,
+        });
+    }
 }
 
 async fn pause(interval: Duration) {

@@ -40,6 +40,15 @@ impl TurnSink for TurnWriter<'_> {
             .delta(summary_index, delta);
     }
 
+    fn retrying(
+        &mut self,
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: &app::protocol::ErrorCode,
+    ) {
+        self.context.emit_retrying(attempt, delay, reason.clone());
+    }
+
     fn text(&mut self, delta: &str) {
         // Thinking ends where the answer begins.
         if let Some(reasoning) = self.reasoning.take() {

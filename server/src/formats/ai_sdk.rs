@@ -127,8 +127,11 @@ impl UiMessageStream {
                 args,
                 ..
             } => self.tool_input(out_ref, call_id, name, display.as_deref(), args),
-            // An inner agent's state for its next request is Glassbox's to keep.
-            EventKind::ToolCallUpdate { .. } | EventKind::AgentState { .. } => {}
+            // An inner agent's state for its next request is Glassbox's to keep; a wait before a
+            // retry has no AI SDK part.
+            EventKind::ToolCallUpdate { .. }
+            | EventKind::AgentState { .. }
+            | EventKind::Retrying { .. } => {}
             EventKind::ToolApprovalRequested { .. } | EventKind::ToolApprovalResolved { .. } => {
                 self.approval(out_ref, &event.kind)
             }
