@@ -40,6 +40,7 @@ struct Received {
 struct Fake {
     scripts: Arc<BTreeMap<String, Script>>,
     requests: Arc<Mutex<Vec<Received>>>,
+    listings: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 #[derive(Clone, Default)]
@@ -139,9 +140,7 @@ async fn answer(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: By
         }
         return response;
     }
-    let has_results = body.to_string().contains("\"tool_call_id\"")
-        || body.to_string().contains("function_call_output")
-        || body.to_string().contains("tool_result");
+    let has_results = has_results(&body);
     sse(if has_results {
         script.second.clone()
     } else {
@@ -149,17 +148,40 @@ async fn answer(State(fake): State<Fake>, uri: Uri, headers: HeaderMap, body: By
     })
 }
 
-async fn model_list(headers: HeaderMap) -> Response {
+/// Whether a request carries tool results: chat `tool` messages, Responses
+/// `function_call_output` items, Anthropic `tool_result` blocks.
+fn has_results(body: &Value) -> bool {
+    let items = |key: &str| body[key].as_array().cloned().unwrap_or_default();
+    items("messages").iter().any(|m| {
+        m["role"] == "tool"
+            || m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+    }) || items("input")
+        .iter()
+        .any(|i| i["type"] == "function_call_output")
+}
+
+async fn model_list(State(fake): State<Fake>, headers: HeaderMap) -> Response {
     if headers.get("authorization").and_then(|v| v.to_str().ok())
         != Some(format!("Bearer {KEY}").as_str())
     {
         return StatusCode::UNAUTHORIZED.into_response();
     }
-    Json(json!({"object": "list", "data": [
-        {"id": "qwen3:8b", "object": "model", "created": 1, "owned_by": "library"},
-        {"id": "llama3.2:3b", "object": "model", "created": 1, "owned_by": "library"}
-    ]}))
-    .into_response()
+    // A model pulled since the first listing shows from the second on.
+    let asked = fake
+        .listings
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let mut data = vec![
+        json!({"id": "qwen3:8b", "object": "model", "created": 1, "owned_by": "library"}),
+        json!({"id": "llama3.2:3b", "object": "model", "created": 1, "owned_by": "library"}),
+    ];
+    if asked > 0 {
+        data.push(
+            json!({"id": "gemma3:4b", "object": "model", "created": 2, "owned_by": "library"}),
+        );
+    }
+    Json(json!({"object": "list", "data": data})).into_response()
 }
 
 /// The fake on a free port: every POST replays its model's script; `GET /v1/models` lists two.
@@ -675,6 +697,45 @@ fn responses() -> Row {
     }
 }
 
+/// An Anthropic-compatible gateway (a proxy in front of Anthropic, or a vendor's Anthropic
+/// endpoint): Messages events under its own base URL, the key in `x-api-key`.
+fn anthropic_gateway() -> Row {
+    let typed = |event: Value| {
+        format!(
+            "event: {}\ndata: {event}\n\n",
+            event["type"].as_str().unwrap_or_default()
+        )
+    };
+    Row {
+        server: "gateway",
+        script: Script {
+            first: vec![
+                typed(
+                    json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude", "content": [],
+                    "stop_reason": null, "usage": {"input_tokens": 25, "output_tokens": 1}}}),
+                ),
+                typed(
+                    json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+                ),
+                typed(json!({"type": "ping"})),
+                typed(
+                    json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Through the gateway."}}),
+                ),
+                typed(json!({"type": "content_block_stop", "index": 0})),
+                typed(
+                    json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 9}}),
+                ),
+                typed(json!({"type": "message_stop"})),
+            ],
+            ..Script::default()
+        },
+        reasoning: "",
+        text: "Through the gateway.",
+        calls: vec![],
+        usage: Some(usage(25, 9, None, None)),
+    }
+}
+
 fn rows() -> Vec<Row> {
     vec![
         openai(),
@@ -690,6 +751,7 @@ fn rows() -> Vec<Row> {
         together(),
         gemini(),
         responses(),
+        anthropic_gateway(),
     ]
 }
 
@@ -703,6 +765,10 @@ fn provider_entry(server: &str, base: &str) -> Value {
             "api_key_env": KEY_VARIABLE, "models": model}),
         "responses" => {
             json!({"name": server, "kind": "openai_responses", "base_url": format!("{base}/v1"),
+            "api_key_env": KEY_VARIABLE, "models": model})
+        }
+        "gateway" => {
+            json!({"name": server, "kind": "anthropic", "base_url": format!("{base}/anthropic/v1"),
             "api_key_env": KEY_VARIABLE, "models": model})
         }
         _ => json!({"name": server, "kind": "openai_chat", "base_url": format!("{base}/v1"),
@@ -771,6 +837,15 @@ async fn every_server_of_the_table_streams_its_reasoning_text_calls_and_usage() 
         Some(format!("Bearer {KEY}").as_str())
     );
     assert_eq!(openai[0].body["stream_options"]["include_usage"], true);
+    let gateway = fake.received_for("gateway");
+    assert_eq!(gateway[0].uri, "/anthropic/v1/messages");
+    assert_eq!(
+        gateway[0]
+            .headers
+            .get("x-api-key")
+            .and_then(|v| v.to_str().ok()),
+        Some(KEY)
+    );
     server.stop().await;
 }
 
@@ -1017,6 +1092,23 @@ async fn discovered_models_come_from_the_servers_list() {
         ids.contains(&"local/qwen3:8b") && ids.contains(&"local/llama3.2:3b"),
         "{models}"
     );
+    assert!(!ids.contains(&"local/gemma3:4b"));
+    // The settings panel's button: the list again, with the model pulled since.
+    let (status, list) = server.post_json("/api/models/reload", json!({})).await;
+    assert_eq!(status, 200, "{list}");
+    assert!(
+        list["models"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("local/gemma3:4b"))),
+        "{list}"
+    );
+    let (_, list) = server.get_json("/api/models").await;
+    assert!(
+        list["models"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("local/gemma3:4b"))),
+        "{list}"
+    );
     server.stop().await;
 }
 
@@ -1168,5 +1260,47 @@ async fn cached_and_reasoning_tokens_reach_the_message_the_trace_and_the_exports
         flow["runs"][0]["usage"],
         json!({"input_tokens": 2500, "output_tokens": 50, "cache_read_tokens": 2176, "reasoning_tokens": 32})
     );
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_config_of_the_compatibility_table_loads() {
+    let docs =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/providers.md"))
+            .expect("docs/providers.md");
+    let table = docs
+        .split("## Compatibility")
+        .nth(1)
+        .expect("a Compatibility section");
+    // Every `{"name": ...}` entry in the table's config column, as written.
+    let entries: Vec<Value> = table
+        .split('`')
+        .filter(|cell| cell.starts_with("{\"name\""))
+        .map(|cell| serde_json::from_str(cell).unwrap_or_else(|e| panic!("{cell}: {e}")))
+        .collect();
+    assert!(entries.len() >= 15, "{} configs", entries.len());
+    let listed: Vec<String> = entries
+        .iter()
+        .filter(|entry| entry["models"].is_array())
+        .flat_map(|entry| {
+            let name = entry["name"].as_str().unwrap_or_default().to_owned();
+            entry["models"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(move |m| m.as_str().map(|m| format!("{name}/{m}")))
+        })
+        .collect();
+    let server = start_glassbox(json!({"providers": entries})).await;
+    let (_, list) = server.get_json("/api/models").await;
+    for id in &listed {
+        assert!(
+            list["models"]
+                .as_array()
+                .is_some_and(|m| m.contains(&json!(id))),
+            "{id}: {list}"
+        );
+    }
     server.stop().await;
 }
