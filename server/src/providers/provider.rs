@@ -50,6 +50,14 @@ pub trait WireFormat: Send + Sync + 'static {
     fn flush(_state: &mut Self::State, _turn: &mut TurnBuilder, _sink: &mut dyn TurnSink) {}
 }
 
+/// What a model's name may not carry unescaped into a URL path segment: all but RFC 3986's
+/// unreserved characters.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
 /// Where and how a provider is reached: its base URL (`{model}` in it is replaced by the model's
 /// name, for Azure's deployment URLs), query parameters (`api-version`), its key and the header
 /// that carries it when not the format's own.
@@ -66,9 +74,11 @@ impl Endpoint {
     /// `base_url` + `path` for `model`, with the query.
     pub fn url(&self, path: &str, model: &str) -> String {
         let base = self.base_url.trim_end_matches('/');
-        let model: String =
-            percent_encoding::utf8_percent_encode(model, percent_encoding::NON_ALPHANUMERIC)
-                .collect();
+        // `.` and `..` alone would be dot segments, which URL parsing resolves away.
+        let model: String = match model {
+            "." | ".." => model.replace('.', "%2E"),
+            _ => percent_encoding::utf8_percent_encode(model, PATH_SEGMENT).collect(),
+        };
         let mut url = format!("{}{path}", base.replace("{model}", &model));
         if !self.query.is_empty() {
             let query = form_urlencoded::Serializer::new(String::new())
@@ -354,5 +364,28 @@ impl WireError {
                 label.unwrap_or_default()
             ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_puts_the_model_in_its_path_escaped_and_the_query_after() {
+        let endpoint = Endpoint {
+            base_url: "https://r.openai.azure.com/openai/deployments/{model}/".into(),
+            query: vec![("api-version".into(), "2024-10-21".into())],
+            ..Endpoint::default()
+        };
+        assert_eq!(
+            endpoint.url("/chat/completions", "gpt-4o.mini_1"),
+            "https://r.openai.azure.com/openai/deployments/gpt-4o.mini_1/chat/completions?api-version=2024-10-21"
+        );
+        assert_eq!(
+            endpoint.url("/chat/completions", "../x?y"),
+            "https://r.openai.azure.com/openai/deployments/..%2Fx%3Fy/chat/completions?api-version=2024-10-21"
+        );
+        assert!(endpoint.url("", "..").contains("/deployments/%2E%2E?"));
     }
 }
