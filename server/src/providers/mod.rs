@@ -334,6 +334,9 @@ pub struct Providers {
     pub approval: ApprovalConfig,
     /// AG-UI agents by name.
     pub agents: BTreeMap<String, ConfiguredAgent>,
+    /// Held while the servers are asked for their models: one listing at a time, however often
+    /// someone presses Reload.
+    discovering: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Providers {
@@ -359,12 +362,14 @@ impl Providers {
             mcp_servers: file.mcp_servers,
             approval: file.approval,
             agents: agents_by_name(file.agents)?,
+            discovering: Arc::default(),
         })
     }
 
     /// Lists again the models of every provider configured with `"models": "discover"`; a server
     /// that cannot be asked keeps the list it had. How many models each such provider has now.
     pub async fn discover(&self) -> BTreeMap<String, usize> {
+        let _one_at_a_time = self.discovering.lock().await;
         let mut counts = BTreeMap::new();
         for (name, configured) in &self.providers {
             let Some(discovery) = &configured.discovery else {
