@@ -314,6 +314,27 @@ fn openai() -> Row {
     }
 }
 
+/// OpenAI declining: the refusal streams in `delta.refusal` and is the answer.
+fn refusal() -> Row {
+    Row {
+        server: "refusal",
+        script: Script {
+            first: vec![
+                delta(json!({"role": "assistant", "content": null, "refusal": ""})),
+                delta(json!({"refusal": "I can't help "})),
+                delta(json!({"refusal": "with that."})),
+                finish("stop"),
+                DONE.into(),
+            ],
+            ..Script::default()
+        },
+        reasoning: "",
+        text: "I can't help with that.",
+        calls: vec![],
+        usage: None,
+    }
+}
+
 /// Azure OpenAI: a first chunk with empty `choices` carrying the prompt filter results, content
 /// filter results on every chunk.
 fn azure() -> Row {
@@ -739,6 +760,7 @@ fn anthropic_gateway() -> Row {
 fn rows() -> Vec<Row> {
     vec![
         openai(),
+        refusal(),
         azure(),
         ollama(),
         lm_studio(),

@@ -156,6 +156,9 @@ struct Delta {
     reasoning_details: Option<Vec<ReasoningDetail>>,
     #[serde(default)]
     content: Option<Content>,
+    /// OpenAI's refusal message: the model's answer when it declines.
+    #[serde(default)]
+    refusal: Option<String>,
     #[serde(default)]
     tool_calls: Option<Vec<CallFragment>>,
 }
@@ -345,6 +348,9 @@ fn apply_delta(
         }
         Some(Content::Parts(parts)) => content_parts(state, parts, turn, sink),
         None => {}
+    }
+    if let Some(refusal) = delta.refusal.filter(|text| !text.is_empty()) {
+        turn.text(&refusal, sink);
     }
     for fragment in delta.tool_calls.into_iter().flatten() {
         call_fragment(state, fragment, turn);
