@@ -282,9 +282,28 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
 }
 
 /// "Rate limited: retrying in 2 s (attempt 1)" while the run waits to send the model's request
-/// again; gone once the model sends something or the run ends.
+/// again, counting down each second; gone once the model sends something or the run ends.
 #[component]
 fn RetryNote(model: MessageModel) -> impl IntoView {
+    // Seconds left of the wait shown; the timer runs only while there is one.
+    let left = RwSignal::new(0u64);
+    let timer = StoredValue::new(None::<IntervalHandle>);
+    let stop_timer = move || {
+        if let Some(handle) = timer.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
+    };
+    Effect::new(move |_| {
+        let wait = model.retrying.get();
+        stop_timer();
+        left.set(wait.as_ref().map_or(0, |wait| wait.delay_ms.div_ceil(1000)));
+        if wait.is_some() {
+            let tick = move || left.update(|seconds| *seconds = seconds.saturating_sub(1));
+            let handle = set_interval_with_handle(tick, std::time::Duration::from_secs(1));
+            timer.set_value(handle.ok());
+        }
+    });
+    on_cleanup(stop_timer);
     let note = move || {
         let retrying = model.retrying.get()?;
         if !model.is_streaming() {
@@ -296,9 +315,9 @@ fn RetryNote(model: MessageModel) -> impl IntoView {
             "connection_failed" => "Could not reach the provider",
             _ => "The provider failed",
         };
-        let seconds = retrying.delay_ms.div_ceil(1000);
         Some(format!(
-            "{why}: retrying in {seconds} s (attempt {})",
+            "{why}: retrying in {} s (attempt {})",
+            left.get(),
             retrying.attempt
         ))
     };
