@@ -1282,6 +1282,21 @@ async fn cached_and_reasoning_tokens_reach_the_message_the_trace_and_the_exports
         flow["runs"][0]["usage"],
         json!({"input_tokens": 2500, "output_tokens": 50, "cache_read_tokens": 2176, "reasoning_tokens": 32})
     );
+
+    // The pages as the server renders them: the message footer and the trace's header.
+    let summary = "2500 in (2176 cached) · 50 out (32 reasoning) tokens";
+    for page in [format!("/c/{conversation_id}"), format!("/t/{trace_id}")] {
+        let html = server
+            .client
+            .get(server.url(&page))
+            .send()
+            .await
+            .expect("GET the page")
+            .text()
+            .await
+            .expect("its HTML");
+        assert!(html.contains(summary), "{page}: no {summary:?}");
+    }
     server.stop().await;
 }
 
