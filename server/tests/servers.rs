@@ -1341,3 +1341,32 @@ async fn every_config_of_the_compatibility_table_loads() {
     }
     server.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_not_followed_so_the_key_goes_nowhere_else() {
+    // Where a redirect would take the key: it must never be asked.
+    let (elsewhere, elsewhere_base) = start_fake(BTreeMap::new()).await;
+    let target = format!("{elsewhere_base}/steal");
+    let router = Router::new().fallback(post(move || {
+        let target = target.clone();
+        async move { (StatusCode::TEMPORARY_REDIRECT, [("location", target)]).into_response() }
+    }));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let server = start_glassbox(json!({"providers": [
+        {"name": "azure", "kind": "openai_chat", "base_url": format!("{base}/v1"), "api_key_header": "api-key",
+         "api_key_env": KEY_VARIABLE, "models": ["m"]}
+    ]}))
+    .await;
+    let events = run(&server, "azure/m", "Hello").await;
+    let (code, error) = error_of(&events);
+    assert_eq!(code, ErrorCode::ProviderError, "{error}");
+    assert!(error.contains("307"), "{error}");
+    assert!(elsewhere.received().is_empty(), "the redirect was followed");
+    server.stop().await;
+}

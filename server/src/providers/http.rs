@@ -29,8 +29,11 @@ pub struct Clients {
 impl Clients {
     pub fn new() -> Result<Self, String> {
         let build = |idle: usize| {
+            // No redirects: reqwest keeps headers such as `x-api-key` and `api-key` (it drops
+            // only `Authorization`) on a redirect to another host, which would hand the key over.
             reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
+                .redirect(reqwest::redirect::Policy::none())
                 .pool_idle_timeout(POOL_IDLE_TIMEOUT)
                 .pool_max_idle_per_host(idle)
                 .build()
