@@ -229,6 +229,17 @@ pub async fn delete_conversation(id: &str) -> Result<(), ClientError> {
     Ok(())
 }
 
+/// `POST` here lists again the models of servers configured with `"models": "discover"`.
+pub const RELOAD_MODELS: &str = "/api/models/reload";
+
+/// Asks the servers for their models again: how many models can be chosen now.
+#[cfg(feature = "hydrate")]
+pub async fn reload_models() -> Result<usize, ClientError> {
+    let list: crate::models::ModelList =
+        read(send(Request::post(RELOAD_MODELS).build(), &[]).await?).await?;
+    Ok(list.models.len())
+}
+
 /// Deletes every conversation of the user: how many.
 #[cfg(feature = "hydrate")]
 pub async fn delete_all_conversations() -> Result<u64, ClientError> {

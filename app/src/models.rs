@@ -111,6 +111,12 @@ pub struct Trace {
     pub input_tokens: Option<i64>,
     pub output_tokens: Option<i64>,
     pub reasoning_tokens: Option<i64>,
+    /// Of `input_tokens`, those read from the provider's prompt cache, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<i64>,
+    /// Of `input_tokens`, those written to the provider's prompt cache, when it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write_tokens: Option<i64>,
     pub total_tokens_used: Option<i64>,
     pub total_duration_ms: Option<i64>,
     pub cancelled_by: Option<CancelledBy>,

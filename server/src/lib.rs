@@ -151,6 +151,10 @@ fn start_engine(config: &Config, store: Store) -> Result<Arc<Engine>, String> {
         Some(path) => providers::Providers::load(path)?,
         None => providers::Providers::default(),
     };
+    // Servers configured with `"models": "discover"` are asked in the background: Glassbox
+    // listens at once, and their models join the list when they answer.
+    let discovering = providers.clone();
+    tokio::spawn(async move { discovering.discover().await });
     let mcp = tools::mcp::McpHub::start(providers.mcp_servers.clone());
     let tools = ToolRegistry::new(
         workspace,

@@ -28,10 +28,18 @@ pub const MAX_TOOL_OUTPUT_CHARS: usize = 16 * 1024;
 pub const MAX_DELTA_CHARS: usize = 8 * 1024;
 pub const MAX_EVENT_BYTES: usize = 64 * 1024;
 
-/// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens; it is
-/// not a credential.
+/// A number under a key ending in `tokens` (`max_tokens`, `output_tokens`) counts tokens, and so
+/// does an object of numbers under one ending in `tokens_details` (OpenAI's
+/// `prompt_tokens_details`); neither is a credential.
 fn is_token_count(key: &str, value: &Value) -> bool {
-    value.is_number() && key.to_ascii_lowercase().ends_with("tokens")
+    let key = key.to_ascii_lowercase();
+    match value {
+        Value::Number(_) => key.ends_with("tokens"),
+        Value::Object(details) => {
+            key.ends_with("tokens_details") && details.values().all(Value::is_number)
+        }
+        _ => false,
+    }
 }
 
 /// Redacts secret-looking keys and shortens long strings, recursively.
@@ -100,12 +108,7 @@ fn sanitize_event(kind: &mut EventKind) {
     match kind {
         EventKind::ToolCallStarted { args, display, .. } => {
             sanitize_value(args);
-            if let Some(text) = display {
-                redact_in_place(text);
-                if let Some(cut) = shorten(text, 200) {
-                    *text = format!("{cut}…");
-                }
-            }
+            display.iter_mut().for_each(sanitize_display);
         }
         EventKind::ToolResult { .. } => sanitize_result(kind),
         EventKind::ToolApprovalRequested { args, .. } => sanitize_value(args),
@@ -158,8 +161,7 @@ fn sanitize_event(kind: &mut EventKind) {
         }
         // Text and reasoning deltas: `Streams`, in `sanitize`.
         EventKind::TextDelta { .. } | EventKind::ReasoningPartDelta { .. } => {}
-        // Identifiers, counts, names of tools and models, and a completed run's message (built by
-        // the reducer from events that came through here).
+        // Ids, counts, tool and model names, a completed run's message (built from sanitized events).
         EventKind::MessageStarted { .. }
         | EventKind::ReasoningPartStarted { .. }
         | EventKind::ReasoningPartCompleted {
@@ -167,10 +169,19 @@ fn sanitize_event(kind: &mut EventKind) {
         }
         | EventKind::ToolApprovalResolved { reason: None, .. }
         | EventKind::Usage(_)
+        | EventKind::Retrying { .. }
         | EventKind::MessageFinal { .. } => {}
         // Opaque to Glassbox (an agent's encrypted reasoning), sent back to the agent byte for
         // byte: redaction would break it. Its size is capped where it is made.
         EventKind::AgentState { .. } => {}
+    }
+}
+
+/// A call's display line: redacted, at most 200 characters.
+fn sanitize_display(text: &mut String) {
+    redact_in_place(text);
+    if let Some(cut) = shorten(text, 200) {
+        *text = format!("{cut}…");
     }
 }
 
@@ -225,6 +236,7 @@ mod tests {
             "nested": {"Authorization": "Bearer x", "list": [{"session_token": "t"}, "plain"]},
             "Password": 12,
             "max_tokens": 8192,
+            "prompt_tokens_details": {"cached_tokens": 10},
             "api_tokens": "t1 t2",
         });
         sanitize_value(&mut args);
@@ -236,6 +248,7 @@ mod tests {
                 "nested": {"Authorization": REDACTED, "list": [{"session_token": REDACTED}, "plain"]},
                 "Password": REDACTED,
                 "max_tokens": 8192,
+                "prompt_tokens_details": {"cached_tokens": 10},
                 "api_tokens": REDACTED,
             })
         );
@@ -392,12 +405,17 @@ mod tests {
                 key: "rs_1:0".into(),
                 state: json!({"ag_ui": {"encryptedValue": "gAAAAB-opaque"}}),
             },
+            EventKind::Retrying {
+                attempt: 1,
+                delay_ms: 2000,
+                reason: app::protocol::ErrorCode::RateLimited,
+            },
         ]
     }
 
     /// How many kinds there are, and each one's place in [`every_kind`]. No wildcard: a new kind
     /// does not compile until it is named here, and then fails the test until it has an example.
-    const KINDS: usize = 15;
+    const KINDS: usize = 16;
     fn kind_index(kind: &EventKind) -> usize {
         match kind {
             EventKind::MessageStarted { .. } => 0,
@@ -415,6 +433,7 @@ mod tests {
             EventKind::MessageCancelled { .. } => 12,
             EventKind::MessageError { .. } => 13,
             EventKind::AgentState { .. } => 14,
+            EventKind::Retrying { .. } => 15,
         }
     }
 

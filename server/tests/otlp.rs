@@ -179,7 +179,9 @@ async fn completions(Json(body): Json<Value>) -> Response {
             chunk(json!({"content": "in the notes."})),
             finish(
                 "stop",
-                json!({"prompt_tokens": 300, "completion_tokens": 5}),
+                json!({"prompt_tokens": 300, "completion_tokens": 5,
+                       "prompt_tokens_details": {"cached_tokens": 256},
+                       "completion_tokens_details": {"reasoning_tokens": 3}}),
             ),
         ]),
         _ => Response::builder()
@@ -445,6 +447,12 @@ fn check_model_run(spans: &[Span]) {
     assert_eq!(status_code(&root), StatusCode::Unset as i32);
     assert_eq!(int(&root, "gen_ai.usage.input_tokens"), Some(400));
     assert_eq!(int(&root, "gen_ai.usage.output_tokens"), Some(25));
+    // Cached and reasoning tokens: parts of the totals, under the GenAI semconv names.
+    assert_eq!(
+        int(&root, "gen_ai.usage.cache_read.input_tokens"),
+        Some(256)
+    );
+    assert_eq!(int(&root, "gen_ai.usage.reasoning.output_tokens"), Some(3));
     let turns = named(&children, "chat tools");
     assert_eq!(turns.len(), 2, "{children:#?}");
     let mut turns = turns;
@@ -463,6 +471,11 @@ fn check_model_run(spans: &[Span]) {
         assert_eq!(int(turn, "gen_ai.usage.input_tokens"), Some(input));
         assert_eq!(int(turn, "gen_ai.usage.output_tokens"), Some(output));
     }
+    assert_eq!(int(turns[0], "gen_ai.usage.cache_read.input_tokens"), None);
+    assert_eq!(
+        int(turns[1], "gen_ai.usage.cache_read.input_tokens"),
+        Some(256)
+    );
     // The answering turn streamed its text: when its first chunk came. (The first turn streamed
     // tool calls only, which the run shows once the turn has ended.)
     assert!(

@@ -48,6 +48,8 @@ pub struct MessageModel {
     pub trace_id: RwSignal<Option<String>>,
     /// What the footer shows: the model, how long the run took, the tokens it used.
     pub facts: RwSignal<MessageFacts>,
+    /// The run waits to send the model's request again.
+    pub retrying: RwSignal<Option<crate::protocol::Retrying>>,
 }
 
 /// An answer's figures, as its footer shows them.
@@ -67,6 +69,7 @@ impl MessageModel {
             ended_reason: RwSignal::new(None),
             trace_id: RwSignal::new(None),
             facts: RwSignal::new(MessageFacts::default()),
+            retrying: RwSignal::new(None),
         };
         model.sync(message);
         model
@@ -81,6 +84,7 @@ impl MessageModel {
         set_if_changed(self.status, message.status);
         set_if_changed(self.ended_reason, message.ended_reason.clone());
         set_if_changed(self.trace_id, message.trace_id.clone());
+        set_if_changed(self.retrying, message.retrying.clone());
         // Compared in place: this runs every frame while a run streams, and the facts rarely change.
         let facts_changed = self.facts.try_with_untracked(|facts| {
             facts.model != message.model
@@ -140,6 +144,7 @@ impl MessageModel {
     fn reset(&self) {
         set_if_changed(self.status, MessageStatus::Streaming);
         set_if_changed(self.ended_reason, None);
+        set_if_changed(self.retrying, None);
         if self.blocks.with_untracked(|blocks| !blocks.is_empty()) {
             self.blocks.set(Vec::new());
         }

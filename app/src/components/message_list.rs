@@ -269,6 +269,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             aria-busy=move || streaming().to_string()
         >
             <MessageBlocks model />
+            <RetryNote model />
             <super::activity::ActivityStrip model />
             {footer}
             <Show when=move || live.get()>
@@ -278,6 +279,49 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
         </article>
     }
     .into_any()
+}
+
+/// "Rate limited: retrying in 2 s (attempt 1)" while the run waits to send the model's request
+/// again, counting down each second; gone once the model sends something or the run ends.
+#[component]
+fn RetryNote(model: MessageModel) -> impl IntoView {
+    // Seconds left of the wait shown; the timer runs only while there is one.
+    let left = RwSignal::new(0u64);
+    let timer = StoredValue::new(None::<IntervalHandle>);
+    let stop_timer = move || {
+        if let Some(handle) = timer.try_update_value(Option::take).flatten() {
+            handle.clear();
+        }
+    };
+    Effect::new(move |_| {
+        let wait = model.retrying.get();
+        stop_timer();
+        left.set(wait.as_ref().map_or(0, |wait| wait.delay_ms.div_ceil(1000)));
+        if wait.is_some() {
+            let tick = move || left.update(|seconds| *seconds = seconds.saturating_sub(1));
+            let handle = set_interval_with_handle(tick, std::time::Duration::from_secs(1));
+            timer.set_value(handle.ok());
+        }
+    });
+    on_cleanup(stop_timer);
+    let note = move || {
+        let retrying = model.retrying.get()?;
+        if !model.is_streaming() {
+            return None;
+        }
+        let why = match retrying.reason.as_str() {
+            "rate_limited" => "Rate limited",
+            "overloaded" => "The provider is overloaded",
+            "connection_failed" => "Could not reach the provider",
+            _ => "The provider failed",
+        };
+        Some(format!(
+            "{why}: retrying in {} s (attempt {})",
+            left.get(),
+            retrying.attempt
+        ))
+    };
+    move || note().map(|text| view! { <p class="retry-note muted" role="status">{text}</p> })
 }
 
 /// An ended answer's figures (model, duration, tool calls, tokens) and what can be done with it:
@@ -296,18 +340,7 @@ fn MessageFooter(
         1 => Some("1 tool call".to_owned()),
         n => Some(format!("{n} tool calls")),
     };
-    let tokens = move || {
-        facts().usage.map(|usage| {
-            let reasoning = usage
-                .reasoning_tokens
-                .map(|n| format!(", {n} reasoning"))
-                .unwrap_or_default();
-            format!(
-                "{} in · {} out{reasoning} tokens",
-                usage.input_tokens, usage.output_tokens
-            )
-        })
-    };
+    let tokens = move || facts().usage.map(|usage| usage.summary());
     let copied = RwSignal::new(false);
     let copy = move |_| {
         #[cfg(feature = "hydrate")]

@@ -38,6 +38,10 @@ pub fn SettingsPanel() -> impl IntoView {
                     {number(settings, "Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
                 </fieldset>
                 <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
+                <fieldset class="models-group">
+                    <legend>"Models"</legend>
+                    <ReloadModels />
+                </fieldset>
                 <fieldset class="danger-zone">
                     <legend>"Conversations"</legend>
                     <super::manage::DeleteAll />
@@ -46,6 +50,36 @@ pub fn SettingsPanel() -> impl IntoView {
         </div>
     }
     .into_any()
+}
+
+/// Asks the servers configured with `"models": "discover"` for their models again, then reloads
+/// the page so the model picker lists them.
+#[component]
+fn ReloadModels() -> impl IntoView {
+    let note = RwSignal::new(None::<String>);
+    let busy = RwSignal::new(false);
+    let reload = move |_| {
+        busy.set(true);
+        #[cfg(feature = "hydrate")]
+        leptos::task::spawn_local(async move {
+            match crate::client::reload_models().await {
+                Ok(_) => {
+                    let _ = window().location().reload();
+                }
+                Err(problem) => {
+                    note.set(Some(format!("Could not reload: {problem}")));
+                    busy.set(false);
+                }
+            }
+        });
+    };
+    view! {
+        <button type="button" class="reload-models" disabled=move || busy.get() on:click=reload>
+            {move || if busy.get() { "Asking the servers…" } else { "Reload models" }}
+        </button>
+        <p class="muted settings-note">"Lists again the models of servers configured with \"models\": \"discover\"."</p>
+        {move || note.get().map(|message| view! { <p class="error" role="alert">{message}</p> })}
+    }
 }
 
 /// Changes the settings and keeps them in this browser.

@@ -75,12 +75,16 @@ open_code!(
         ProviderAuth = "provider_auth",
         RateLimited = "rate_limited",
         ProviderUnavailable = "provider_unavailable",
-        /// The provider is overloaded (Anthropic's 529 and in-stream `overloaded_error`).
-        Overloaded = "overloaded",
         ProviderError = "provider_error",
         MalformedStream = "malformed_stream",
         StreamInterrupted = "stream_interrupted",
         ConnectionFailed = "connection_failed",
+        /// The provider said it is overloaded (HTTP 529, or an overloaded error in its stream).
+        Overloaded = "overloaded",
+        /// The conversation is longer than the model's context window.
+        ContextLength = "context_length",
+        /// The provider's content filter refused the prompt or stopped the answer.
+        ContentFilter = "content_filter",
         /// An AG-UI agent sent nothing for its idle timeout, or did not answer.
         AgentTimeout = "agent_timeout",
         /// An AG-UI agent's stream broke the protocol (bad JSON, an event out of order).

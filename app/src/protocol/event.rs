@@ -106,6 +106,15 @@ pub enum EventKind {
     },
     /// One model turn's token counts; a message's usage is the sum of its runs' usage events.
     Usage(Usage),
+    /// The model's request failed before anything streamed (`reason`: `rate_limited`,
+    /// `overloaded`, `provider_unavailable`, `connection_failed`) and is sent again, for the
+    /// `attempt`th time, after `delay_ms` (the provider's `Retry-After` when it gave one). Shown
+    /// while the run waits; the next content clears it.
+    Retrying {
+        attempt: u32,
+        delay_ms: u64,
+        reason: ErrorCode,
+    },
     /// Data the agent needs to continue from a segment in a later request (an AG-UI agent's
     /// encrypted reasoning): kept in the message under `key` (a segment's id, a call's id, or
     /// `<segment>:<part>` and `<call>:result`), opaque, never shown, never redacted.
@@ -144,6 +153,7 @@ impl EventKind {
             EventKind::ToolResult { .. } => "tool_result",
             EventKind::TextDelta { .. } => "text_delta",
             EventKind::Usage(_) => "usage",
+            EventKind::Retrying { .. } => "retrying",
             EventKind::AgentState { .. } => "agent_state",
             EventKind::MessageFinal { .. } => "message_final",
             EventKind::MessageCancelled { .. } => "message_cancelled",

@@ -35,6 +35,18 @@ pub struct Message {
     /// `agent_state` events): never shown.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub agent_state: BTreeMap<String, Value>,
+    /// While the run waits to send the model's request again (a `retrying` event): live only,
+    /// cleared by the next content and in every ended message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retrying: Option<Retrying>,
+}
+
+/// A wait before the model's request is sent again, as the message shows it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Retrying {
+    pub attempt: u32,
+    pub delay_ms: u64,
+    pub reason: super::codes::ErrorCode,
 }
 
 impl Message {
@@ -56,6 +68,7 @@ impl Message {
             trace_id: None,
             duration_ms: None,
             agent_state: BTreeMap::new(),
+            retrying: None,
         }
     }
 
@@ -73,6 +86,7 @@ impl Message {
             trace_id: None,
             duration_ms: None,
             agent_state: BTreeMap::new(),
+            retrying: None,
         }
     }
 
@@ -145,6 +159,31 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// The counts as people read them, the cached and reasoning parts beside their totals:
+    /// `1200 in (1024 cached) · 40 out (32 reasoning) tokens`.
+    pub fn summary(&self) -> String {
+        let cached: Vec<String> = [
+            self.cache_read_tokens.map(|n| format!("{n} cached")),
+            self.cache_write_tokens
+                .map(|n| format!("{n} written to cache")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let part = |parts: Vec<String>| match parts.is_empty() {
+            true => String::new(),
+            false => format!(" ({})", parts.join(", ")),
+        };
+        let reasoning = self.reasoning_tokens.map(|n| format!("{n} reasoning"));
+        format!(
+            "{} in{} · {} out{} tokens",
+            self.input_tokens,
+            part(cached),
+            self.output_tokens,
+            part(reasoning.into_iter().collect())
+        )
+    }
+
     pub fn add(&mut self, other: &Usage) {
         // Saturating: the counts come from a provider, and a wild one must not overflow.
         self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
@@ -283,5 +322,27 @@ impl From<MessageStatus> for TraceStatus {
             MessageStatus::Error => TraceStatus::Error,
             MessageStatus::Interrupted => TraceStatus::Interrupted,
         }
+    }
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::Usage;
+
+    #[test]
+    fn a_summary_shows_cached_and_reasoning_tokens_as_parts_of_their_totals() {
+        let mut usage = Usage {
+            input_tokens: 120,
+            output_tokens: 40,
+            ..Usage::default()
+        };
+        assert_eq!(usage.summary(), "120 in · 40 out tokens");
+        usage.cache_read_tokens = Some(100);
+        usage.cache_write_tokens = Some(20);
+        usage.reasoning_tokens = Some(30);
+        assert_eq!(
+            usage.summary(),
+            "120 in (100 cached, 20 written to cache) · 40 out (30 reasoning) tokens"
+        );
     }
 }

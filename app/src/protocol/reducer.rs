@@ -121,12 +121,20 @@ impl Reducer {
     fn finish(&mut self, carried: &Message, status: MessageStatus) {
         let mut message = carried.clone();
         message.status = status;
+        message.retrying = None;
         self.message = Some(message);
         self.early_results.clear();
     }
 }
 
 fn apply_content(message: &mut Message, event: &Event) {
+    // A wait for a retry lasts until the model sends something.
+    if !matches!(
+        event.kind,
+        EventKind::Usage(_) | EventKind::AgentState { .. } | EventKind::Retrying { .. }
+    ) {
+        message.retrying = None;
+    }
     match &event.kind {
         EventKind::ReasoningPartStarted { .. }
         | EventKind::ReasoningPartDelta { .. }
@@ -141,6 +149,17 @@ fn apply_content(message: &mut Message, event: &Event) {
         EventKind::Usage(usage) => message.usage.get_or_insert_with(Usage::default).add(usage),
         EventKind::AgentState { key, state } => {
             message.agent_state.insert(key.clone(), state.clone());
+        }
+        EventKind::Retrying {
+            attempt,
+            delay_ms,
+            reason,
+        } => {
+            message.retrying = Some(super::message::Retrying {
+                attempt: *attempt,
+                delay_ms: *delay_ms,
+                reason: reason.clone(),
+            })
         }
         EventKind::MessageStarted { .. }
         | EventKind::MessageFinal { .. }

@@ -162,10 +162,12 @@ impl Outbound {
             EventKind::MessageFinal { .. }
             | EventKind::MessageCancelled { .. }
             | EventKind::MessageError { .. } => self.terminal(kind, &mut out),
-            // An inner agent's state for its next request is Glassbox's to keep, not the client's.
+            // An inner agent's state for its next request is Glassbox's to keep, not the client's;
+            // a wait before a retry has no AG-UI event (the run simply goes on after it).
             EventKind::ToolCallUpdate { .. }
             | EventKind::ToolApprovalResolved { .. }
-            | EventKind::AgentState { .. } => {}
+            | EventKind::AgentState { .. }
+            | EventKind::Retrying { .. } => {}
         }
         out
     }
@@ -431,7 +433,7 @@ impl Outbound {
             output_tokens: Some(usage.output_tokens),
             total_tokens: Some(usage.input_tokens.saturating_add(usage.output_tokens)),
             reasoning_tokens: usage.reasoning_tokens,
-            cached_input_tokens: None,
+            cached_input_tokens: usage.cache_read_tokens,
         }])
     }
 }

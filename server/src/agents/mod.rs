@@ -56,6 +56,10 @@ impl Agents {
         }
     }
 
+    pub fn providers(&self) -> &crate::providers::Providers {
+        &self.providers
+    }
+
     /// Every model a conversation can choose: the demo agent, the providers' models, scenarios.
     pub fn model_ids(&self) -> Vec<String> {
         let mut ids = vec![DEMO_MODEL.to_owned()];
@@ -271,6 +275,15 @@ impl RunContext {
 
     pub fn emit_usage(&self, usage: Usage) {
         self.run.emit(EventKind::Usage(usage));
+    }
+
+    /// The model's request is sent again after `delay` (shown as "retrying in N s").
+    pub fn emit_retrying(&self, attempt: u32, delay: Duration, reason: app::protocol::ErrorCode) {
+        self.run.emit(EventKind::Retrying {
+            attempt,
+            delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+            reason,
+        });
     }
 }
 

@@ -44,6 +44,15 @@ impl TurnSink for TurnWriter<'_> {
             .delta(summary_index, delta);
     }
 
+    fn retrying(
+        &mut self,
+        attempt: u32,
+        delay: std::time::Duration,
+        reason: &app::protocol::ErrorCode,
+    ) {
+        self.context.emit_retrying(attempt, delay, reason.clone());
+    }
+
     fn text(&mut self, delta: &str) {
         // Thinking ends where the answer begins.
         if let Some(reasoning) = self.reasoning.take() {
@@ -235,8 +244,7 @@ fn response_record(model: &str, turn: &Result<TurnOutput, ProviderError>) -> Val
                 "choices": [{"index": 0, "message": message, "finish_reason": turn.finish_reason}],
             });
             if let Some(usage) = turn.usage {
-                response["usage"] = serde_json::json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
-                                                       "total_tokens": usage.input_tokens.saturating_add(usage.output_tokens)});
+                response["usage"] = usage_record(&usage);
             }
             response
         }
@@ -354,4 +362,21 @@ impl History {
         });
         self.out.append(&mut self.results);
     }
+}
+
+/// A turn's usage in OpenAI's format: cached (read, and written as OpenRouter names it) and
+/// reasoning tokens as the details of the totals they are part of.
+fn usage_record(usage: &app::protocol::Usage) -> Value {
+    let mut record = serde_json::json!({"prompt_tokens": usage.input_tokens, "completion_tokens": usage.output_tokens,
+                                        "total_tokens": usage.input_tokens.saturating_add(usage.output_tokens)});
+    if let Some(cached) = usage.cache_read_tokens {
+        record["prompt_tokens_details"]["cached_tokens"] = cached.into();
+    }
+    if let Some(written) = usage.cache_write_tokens {
+        record["prompt_tokens_details"]["cache_write_tokens"] = written.into();
+    }
+    if let Some(reasoning) = usage.reasoning_tokens {
+        record["completion_tokens_details"]["reasoning_tokens"] = reasoning.into();
+    }
+    record
 }

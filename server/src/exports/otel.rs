@@ -304,6 +304,14 @@ impl<'a> Frame<'a> {
                 "gen_ai.usage.reasoning.output_tokens",
                 trace.reasoning_tokens,
             ),
+            (
+                "gen_ai.usage.cache_read.input_tokens",
+                trace.cache_read_tokens,
+            ),
+            (
+                "gen_ai.usage.cache_creation.input_tokens",
+                trace.cache_write_tokens,
+            ),
         ];
         attributes.extend(
             usage
@@ -547,12 +555,24 @@ fn turn_usage(response: &Value) -> Vec<KeyValue> {
         return Vec::new();
     };
     [
-        ("prompt_tokens", "gen_ai.usage.input_tokens"),
-        ("completion_tokens", "gen_ai.usage.output_tokens"),
+        ("/prompt_tokens", "gen_ai.usage.input_tokens"),
+        ("/completion_tokens", "gen_ai.usage.output_tokens"),
+        (
+            "/prompt_tokens_details/cached_tokens",
+            "gen_ai.usage.cache_read.input_tokens",
+        ),
+        (
+            "/prompt_tokens_details/cache_write_tokens",
+            "gen_ai.usage.cache_creation.input_tokens",
+        ),
+        (
+            "/completion_tokens_details/reasoning_tokens",
+            "gen_ai.usage.reasoning.output_tokens",
+        ),
     ]
     .into_iter()
     .filter_map(|(field, key)| {
-        let count = usage.get(field).and_then(Value::as_i64)?;
+        let count = usage.pointer(field).and_then(Value::as_i64)?;
         Some(KeyValue::new(key, count))
     })
     .collect()

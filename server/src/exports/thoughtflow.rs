@@ -90,8 +90,29 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
         "started_at": trace.started_at,
         "ended_at": trace.completed_at,
         "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| elapsed_ms(&trace.started_at, &ended_at)),
+        "usage": usage(trace),
         "steps": steps.steps,
     })
+}
+
+/// The run's tokens as billed: cached and reasoning ones are parts of input and output. Null
+/// when no count was reported.
+fn usage(trace: &Trace) -> Value {
+    if trace.input_tokens.is_none() && trace.output_tokens.is_none() {
+        return Value::Null;
+    }
+    let mut usage =
+        json!({"input_tokens": trace.input_tokens, "output_tokens": trace.output_tokens});
+    for (key, count) in [
+        ("cache_read_tokens", trace.cache_read_tokens),
+        ("cache_write_tokens", trace.cache_write_tokens),
+        ("reasoning_tokens", trace.reasoning_tokens),
+    ] {
+        if let Some(count) = count {
+            usage[key] = count.into();
+        }
+    }
+    usage
 }
 
 /// A run's steps as they are made: ids `r<run>_s<n>` in order, the user's step first, and the

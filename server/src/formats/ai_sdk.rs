@@ -142,8 +142,9 @@ impl UiMessageStream {
                 args,
                 ..
             } => self.tool_update(out_ref, call_id, args_text.as_deref(), args.as_ref()),
-            // An inner agent's state for its next request is Glassbox's to keep.
-            EventKind::AgentState { .. } => {}
+            // An inner agent's state for its next request is Glassbox's to keep; a wait before a
+            // retry has no AI SDK part.
+            EventKind::AgentState { .. } | EventKind::Retrying { .. } => {}
             EventKind::ToolApprovalRequested { .. } | EventKind::ToolApprovalResolved { .. } => {
                 self.approval(out_ref, &event.kind)
             }

@@ -4,7 +4,7 @@
 
 use axum::{
     extract::{rejection::QueryRejection, Path, Query, State},
-    routing::{any, get},
+    routing::{any, get, post},
     Json, Router,
 };
 
@@ -25,6 +25,7 @@ use crate::{
 pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/models", get(models))
+        .route("/api/models/reload", post(reload_models))
         .route("/api/tools", get(tools))
         .route("/api/traces/{trace_id}", get(trace))
         .route("/api/traces/{trace_id}/inspector.json", get(inspector))
@@ -83,6 +84,13 @@ pub async fn unknown_api() -> Error {
 
 /// `GET /api/models`: model ids only (never a provider's URL or key), and the default.
 pub async fn models(State(state): State<AppState>) -> Json<ModelList> {
+    Json(reads::models(&state.engine))
+}
+
+/// `POST /api/models/reload` (a signed-in user): asks the servers configured with
+/// `"models": "discover"` for their models again, then answers the list as `GET /api/models` does.
+pub async fn reload_models(State(state): State<AppState>, _user: CurrentUser) -> Json<ModelList> {
+    state.engine.discover_models().await;
     Json(reads::models(&state.engine))
 }
 

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    options::ThinkingBudget,
+    options::{ModelOptions, ThinkingBudget},
     provider::{TurnBuilder, WireFormat},
     ChatMessage, ProviderError, ProviderKind, RequestedCall, TurnRequest, TurnSink,
 };
@@ -289,10 +289,10 @@ impl WireFormat for Anthropic {
     type Event = Event;
     type State = Blocks;
 
-    fn headers(api_key: Option<&str>, turn: &TurnRequest) -> Vec<(&'static str, String)> {
+    fn headers(api_key: Option<&str>, options: &ModelOptions) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", API_VERSION.to_owned())];
         headers.extend(api_key.map(|key| ("x-api-key", key.to_owned())));
-        if turn.options.interleaved_thinking == Some(true) {
+        if options.interleaved_thinking == Some(true) {
             headers.push(("anthropic-beta", INTERLEAVED_BETA.to_owned()));
         }
         headers

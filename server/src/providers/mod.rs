@@ -6,6 +6,7 @@
 //! the browser, the events, the database or the logs.
 
 mod anthropic;
+mod discover;
 mod http;
 pub use http::{error_message, without_url};
 mod openai_chat;
@@ -107,8 +108,15 @@ pub struct ProviderConfig {
     /// The environment variable that holds the API key (none for local servers).
     #[serde(default)]
     pub api_key_env: Option<String>,
-    /// Names, or `{"id": name, ...options}` objects whose options override the provider's.
-    pub models: Vec<options::ModelEntry>,
+    /// Sends the bare key in this header instead of the format's own (Azure's `api-key`).
+    #[serde(default)]
+    pub api_key_header: Option<String>,
+    /// Query parameters of every request (Azure's `api-version`).
+    #[serde(default)]
+    pub query: BTreeMap<String, String>,
+    /// Names, or `{"id": name, ...options}` objects whose options override the provider's; or
+    /// `"discover"`: listed from `GET {base_url}/models` at start (with the provider's options).
+    pub models: discover::Models,
     /// Options for every model of the provider (docs/providers.md).
     #[serde(default)]
     pub options: options::ModelOptions,
@@ -120,18 +128,15 @@ pub struct ProviderConfig {
 /// The provider that speaks `kind`'s API.
 fn provider_for(
     kind: ProviderKind,
-    client: reqwest::Client,
-    base_url: &str,
-    api_key: Option<String>,
+    clients: http::Clients,
+    endpoint: provider::Endpoint,
 ) -> Result<Arc<dyn ChatProvider>, String> {
     Ok(match kind {
-        ProviderKind::OpenaiChat => {
-            Arc::new(Provider::<OpenAiChat>::new(client, base_url, api_key))
-        }
+        ProviderKind::OpenaiChat => Arc::new(Provider::<OpenAiChat>::new(clients, endpoint)),
         ProviderKind::OpenaiResponses => {
-            Arc::new(Provider::<OpenAiResponses>::new(client, base_url, api_key))
+            Arc::new(Provider::<OpenAiResponses>::new(clients, endpoint))
         }
-        ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(client, base_url, api_key)),
+        ProviderKind::Anthropic => Arc::new(Provider::<Anthropic>::new(clients, endpoint)),
         ProviderKind::AgUi => {
             return Err(
                 "kind 'ag_ui' is not a model provider: list AG-UI agents under 'agents'".into(),
@@ -288,6 +293,9 @@ pub struct TurnOutput {
 pub trait TurnSink: Send {
     fn reasoning(&mut self, summary_index: u32, delta: &str);
     fn text(&mut self, delta: &str);
+    /// The request failed (`reason`: `rate_limited`, `overloaded`, ...) and is sent again, for
+    /// the `attempt`th time, after `delay`.
+    fn retrying(&mut self, _attempt: u32, _delay: Duration, _reason: &ErrorCode) {}
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -329,13 +337,43 @@ pub const RETRY_DELAYS: [Duration; 3] = [
     Duration::from_secs(2),
 ];
 
+/// A provider's models, each with its options.
+type ModelList = Vec<(String, Arc<options::ModelOptions>)>;
+
 /// One configured provider: its adapter, its models and its system prompt.
 #[derive(Clone)]
 struct Configured {
     adapter: Arc<dyn ChatProvider>,
-    /// Each model with its options (the provider's, overridden by the model's own).
-    models: Vec<(String, Arc<options::ModelOptions>)>,
+    /// Each model with its options (the provider's, overridden by the model's own). Shared by
+    /// every clone: a discovered list is replaced in place.
+    models: Arc<std::sync::RwLock<ModelList>>,
+    /// The provider's own options, which a discovered model gets.
+    options: Arc<options::ModelOptions>,
     system_prompt: Option<String>,
+    /// Set when the models are listed by the server (`"models": "discover"`).
+    discovery: Option<discover::Discovery>,
+}
+
+impl Configured {
+    /// The model names, in the file's (or the server's) order.
+    fn models(&self) -> Vec<String> {
+        self.models
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    /// A model's options, if the provider has that model.
+    fn options_of(&self, model: &str) -> Option<Arc<options::ModelOptions>> {
+        self.models
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .iter()
+            .find(|(name, _)| name == model)
+            .map(|(_, options)| options.clone())
+    }
 }
 
 /// A configured model: its provider's adapter, its name there, the system prompt and its options.
@@ -356,6 +394,9 @@ pub struct Providers {
     pub approval: ApprovalConfig,
     /// AG-UI agents by name.
     pub agents: BTreeMap<String, ConfiguredAgent>,
+    /// Held while the servers are asked for their models: one listing at a time, however often
+    /// someone presses Reload.
+    discovering: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Providers {
@@ -365,45 +406,12 @@ impl Providers {
         let file: ProvidersFile = serde_json::from_str(&text).map_err(|error| {
             format!("{} is not a valid providers file: {error}", path.display())
         })?;
-        let client = reqwest::Client::builder()
-            .connect_timeout(Duration::from_secs(10))
-            .build()
-            .map_err(|error| format!("cannot build the HTTP client: {error}"))?;
+        let clients = http::Clients::new()?;
         let mut providers = BTreeMap::new();
         for config in file.providers {
-            if config.name.is_empty()
-                || config.name.contains('/')
-                || config.name.starts_with("scenario")
-                || config.name == "demo"
-                || config.name == AGENT_PREFIX
-            {
-                return Err(format!(
-                    "provider name '{}' is not allowed (no '/', not 'demo', 'agent' or 'scenario')",
-                    config.name
-                ));
-            }
-            let api_key = match &config.api_key_env {
-                Some(variable) => match std::env::var(variable) {
-                    Ok(key) if !key.is_empty() => Some(key),
-                    _ => {
-                        tracing::warn!(provider = %config.name, variable = %variable, "the API key variable is not set");
-                        None
-                    }
-                },
-                None => None,
-            };
-            let adapter = provider_for(config.kind, client.clone(), &config.base_url, api_key)
+            let configured = configure(config.clone(), clients.clone())
                 .map_err(|error| format!("provider '{}': {error}", config.name))?;
-            let models = model_options(&config)
-                .map_err(|error| format!("provider '{}': {error}", config.name))?;
-            providers.insert(
-                config.name.clone(),
-                Configured {
-                    adapter,
-                    models,
-                    system_prompt: config.system_prompt.clone(),
-                },
-            );
+            providers.insert(config.name.clone(), configured);
         }
         for name in file.mcp_servers.keys() {
             crate::tools::mcp::check_server_name(name)?;
@@ -414,7 +422,38 @@ impl Providers {
             mcp_servers: file.mcp_servers,
             approval: file.approval,
             agents: agents_by_name(file.agents)?,
+            discovering: Arc::default(),
         })
+    }
+
+    /// Lists again the models of every provider configured with `"models": "discover"`; a server
+    /// that cannot be asked keeps the list it had. How many models each such provider has now.
+    pub async fn discover(&self) -> BTreeMap<String, usize> {
+        let _one_at_a_time = self.discovering.lock().await;
+        let mut counts = BTreeMap::new();
+        for (name, configured) in &self.providers {
+            let Some(discovery) = &configured.discovery else {
+                continue;
+            };
+            match discovery.list().await {
+                Ok(models) => {
+                    tracing::info!(provider = %name, models = models.len(), "listed the server's models");
+                    let models = models
+                        .into_iter()
+                        .map(|name| (name, configured.options.clone()))
+                        .collect();
+                    *configured
+                        .models
+                        .write()
+                        .unwrap_or_else(|poisoned| poisoned.into_inner()) = models;
+                }
+                Err(error) => {
+                    tracing::warn!(provider = %name, %error, "could not list the server's models")
+                }
+            }
+            counts.insert(name.clone(), configured.models().len());
+        }
+        counts
     }
 
     /// The AG-UI agent of a model id such as `agent/research`.
@@ -427,12 +466,12 @@ impl Providers {
     pub fn find(&self, model_id: &str) -> Option<ModelChoice> {
         let (provider, model) = model_id.split_once('/')?;
         let configured = self.providers.get(provider)?;
-        let (_, options) = configured.models.iter().find(|(m, _)| m == model)?;
+        let options = configured.options_of(model)?;
         Some(ModelChoice {
             adapter: configured.adapter.clone(),
             model: model.to_owned(),
             system_prompt: configured.system_prompt.clone(),
-            options: options.clone(),
+            options,
         })
     }
 
@@ -442,9 +481,9 @@ impl Providers {
             .iter()
             .flat_map(|(name, configured)| {
                 configured
-                    .models
-                    .iter()
-                    .map(move |(model, _)| format!("{name}/{model}"))
+                    .models()
+                    .into_iter()
+                    .map(move |model| format!("{name}/{model}"))
             })
             .chain(
                 self.agents
@@ -455,20 +494,22 @@ impl Providers {
     }
 }
 
-/// Each model of a provider with its options (the provider's, then the model's own), checked.
+/// Each listed model of a provider with its options (the provider's, then the model's own),
+/// checked.
 fn model_options(
-    config: &ProviderConfig,
-) -> Result<Vec<(String, Arc<options::ModelOptions>)>, String> {
-    config.options.check()?;
-    let mut models = Vec::new();
-    for entry in &config.models {
+    kind: ProviderKind,
+    provider: &options::ModelOptions,
+    entries: &[options::ModelEntry],
+) -> Result<ModelList, String> {
+    let mut models: ModelList = Vec::new();
+    for entry in entries {
         if entry.id.is_empty() || models.iter().any(|(id, _)| id == &entry.id) {
             return Err(format!("model '{}' is empty or listed twice", entry.id));
         }
-        let options = config.options.overridden_by(&entry.options);
+        let options = provider.overridden_by(&entry.options);
         options
             .check()
-            .and_then(|()| anthropic_check(config.kind, &options))
+            .and_then(|()| anthropic_check(kind, &options))
             .map_err(|error| format!("model '{}': {error}", entry.id))?;
         models.push((entry.id.clone(), Arc::new(options)));
     }
@@ -485,6 +526,62 @@ fn anthropic_check(kind: ProviderKind, options: &options::ModelOptions) -> Resul
             ))
         }
         _ => Ok(()),
+    }
+}
+
+/// Checks a provider's name and options, reads its key and builds its adapter.
+fn configure(config: ProviderConfig, clients: http::Clients) -> Result<Configured, String> {
+    if config.name.is_empty()
+        || config.name.contains('/')
+        || config.name.starts_with("scenario")
+        || config.name == "demo"
+        || config.name == AGENT_PREFIX
+    {
+        return Err(format!(
+            "provider name '{}' is not allowed (no '/', not 'demo', 'agent' or 'scenario')",
+            config.name
+        ));
+    }
+    if let Some(header) = &config.api_key_header {
+        reqwest::header::HeaderName::from_bytes(header.as_bytes())
+            .map_err(|_| format!("api_key_header '{header}' is not a header name"))?;
+    }
+    config.options.check()?;
+    anthropic_check(config.kind, &config.options)?;
+    let endpoint = provider::Endpoint {
+        base_url: config.base_url.clone(),
+        api_key: api_key(&config),
+        api_key_header: config.api_key_header.clone(),
+        query: config.query.clone().into_iter().collect(),
+    };
+    let adapter = provider_for(config.kind, clients.clone(), endpoint.clone())?;
+    let (models, discovery) = match &config.models {
+        discover::Models::List(entries) => {
+            (model_options(config.kind, &config.options, entries)?, None)
+        }
+        discover::Models::Discover => (
+            Vec::new(),
+            Some(discover::Discovery::new(config.kind, endpoint, clients)),
+        ),
+    };
+    Ok(Configured {
+        adapter,
+        models: Arc::new(std::sync::RwLock::new(models)),
+        options: Arc::new(config.options),
+        system_prompt: config.system_prompt,
+        discovery,
+    })
+}
+
+/// The provider's key, from the variable `api_key_env` names (none for local servers).
+fn api_key(config: &ProviderConfig) -> Option<String> {
+    let variable = config.api_key_env.as_ref()?;
+    match std::env::var(variable) {
+        Ok(key) if !key.is_empty() => Some(key),
+        _ => {
+            tracing::warn!(provider = %config.name, variable = %variable, "the API key variable is not set");
+            None
+        }
     }
 }
 

@@ -131,6 +131,8 @@ pub enum Event {
         error: Option<WireError>,
         #[serde(default)]
         message: Option<String>,
+        #[serde(default)]
+        code: Option<Value>,
     },
     #[serde(other)]
     Other,
@@ -174,7 +176,15 @@ pub struct Usage {
     #[serde(default, deserialize_with = "super::lenient_count")]
     output_tokens: Option<u64>,
     #[serde(default)]
+    input_tokens_details: Option<InputDetails>,
+    #[serde(default)]
     output_tokens_details: Option<UsageDetails>,
+}
+
+#[derive(Deserialize)]
+pub struct InputDetails {
+    #[serde(default, deserialize_with = "super::lenient_count")]
+    cached_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -322,11 +332,11 @@ impl WireFormat for OpenAiResponses {
                 return Ok(true);
             }
             Event::Failed { response } => return Err(WireError::into_error(response.error)),
-            Event::Error { error, message } => {
-                return Err(WireError::into_error(
-                    error.or(message.map(WireError::Text)),
-                ))
-            }
+            Event::Error {
+                error,
+                message,
+                code,
+            } => return Err(stream_error(error, message, code)),
             Event::ItemAdded { .. } | Event::Other => {}
         }
         Ok(false)
@@ -400,7 +410,24 @@ fn completed(turn: &mut TurnBuilder, response: Outcome) {
             reasoning_tokens: usage
                 .output_tokens_details
                 .and_then(|details| details.reasoning_tokens),
+            cache_read_tokens: usage
+                .input_tokens_details
+                .and_then(|details| details.cached_tokens),
             ..app::protocol::Usage::default()
         };
     }
+}
+
+/// An `error` event: its error object, or the message and code beside the type.
+fn stream_error(
+    error: Option<WireError>,
+    message: Option<String>,
+    code: Option<Value>,
+) -> ProviderError {
+    let flat = WireError::Object {
+        message,
+        code,
+        kind: None,
+    };
+    WireError::into_error(error.or(Some(flat)))
 }

@@ -11,8 +11,8 @@ use serde::{de::DeserializeOwned, Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{
-    http, sse::SseDecoder, ChatMessage, ChatProvider, Exchange, ProviderError, ProviderKind,
-    RequestedCall, TurnOutput, TurnRequest, TurnSink,
+    http, options::ModelOptions, sse::SseDecoder, ChatMessage, ChatProvider, Exchange,
+    ProviderError, ProviderKind, RequestedCall, TurnOutput, TurnRequest, TurnSink,
 };
 use futures::future::BoxFuture;
 
@@ -30,7 +30,7 @@ pub trait WireFormat: Send + Sync + 'static {
 
     /// The request's headers besides the content type: `Authorization: Bearer <key>` (the
     /// OpenAI APIs') unless the format says otherwise.
-    fn headers(api_key: Option<&str>, _turn: &TurnRequest) -> Vec<(&'static str, String)> {
+    fn headers(api_key: Option<&str>, _options: &ModelOptions) -> Vec<(&'static str, String)> {
         api_key
             .map(|key| ("authorization", format!("Bearer {key}")))
             .into_iter()
@@ -50,19 +50,84 @@ pub trait WireFormat: Send + Sync + 'static {
     fn flush(_state: &mut Self::State, _turn: &mut TurnBuilder, _sink: &mut dyn TurnSink) {}
 }
 
+/// What a model's name may not carry unescaped into a URL path segment: all but RFC 3986's
+/// unreserved characters.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'~');
+
+/// Where and how a provider is reached: its base URL (`{model}` in it is replaced by the model's
+/// name, for Azure's deployment URLs), query parameters (`api-version`), its key and the header
+/// that carries it when not the format's own.
+#[derive(Clone, Debug, Default)]
+pub struct Endpoint {
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Sends the bare key in this header instead of the format's (Azure's `api-key`).
+    pub api_key_header: Option<String>,
+    pub query: Vec<(String, String)>,
+}
+
+impl Endpoint {
+    /// `base_url` + `path` for `model`, with the query.
+    pub fn url(&self, path: &str, model: &str) -> String {
+        let base = self.base_url.trim_end_matches('/');
+        // `.` and `..` alone would be dot segments, which URL parsing resolves away.
+        let model: String = match model {
+            "." | ".." => model.replace('.', "%2E"),
+            _ => percent_encoding::utf8_percent_encode(model, PATH_SEGMENT).collect(),
+        };
+        let mut url = format!("{}{path}", base.replace("{model}", &model));
+        if !self.query.is_empty() {
+            let query = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(&self.query)
+                .finish();
+            url.push(if url.contains('?') { '&' } else { '?' });
+            url.push_str(&query);
+        }
+        url
+    }
+
+    /// The request's headers: the format's, with the key in `api_key_header` when one is set,
+    /// then the model's configured ones (a configured header replaces one of the same name).
+    pub fn headers<F: WireFormat>(&self, options: &ModelOptions) -> Vec<(String, String)> {
+        let key = self.api_key.as_deref();
+        let own_key = if self.api_key_header.is_some() {
+            None
+        } else {
+            key
+        };
+        let mut headers: Vec<(String, String)> = F::headers(own_key, options)
+            .into_iter()
+            .map(|(name, value)| (name.to_owned(), value))
+            .collect();
+        if let (Some(name), Some(key)) = (&self.api_key_header, key) {
+            headers.push((name.clone(), key.to_owned()));
+        }
+        let configured = options.expanded_headers();
+        headers.retain(|(name, _)| {
+            !configured
+                .iter()
+                .any(|(own, _)| own.eq_ignore_ascii_case(name))
+        });
+        headers.extend(configured);
+        headers
+    }
+}
+
 pub struct Provider<F> {
-    client: reqwest::Client,
-    url: String,
-    api_key: Option<String>,
+    clients: http::Clients,
+    endpoint: Endpoint,
     format: PhantomData<F>,
 }
 
 impl<F: WireFormat> Provider<F> {
-    pub fn new(client: reqwest::Client, base_url: &str, api_key: Option<String>) -> Self {
+    pub fn new(clients: http::Clients, endpoint: Endpoint) -> Self {
         Provider {
-            client,
-            url: format!("{}{}", base_url.trim_end_matches('/'), F::PATH),
-            api_key,
+            clients,
+            endpoint,
             format: PhantomData,
         }
     }
@@ -73,20 +138,17 @@ impl<F: WireFormat> Provider<F> {
         body: bytes::Bytes,
         sink: &mut dyn TurnSink,
     ) -> Result<TurnOutput, ProviderError> {
-        let mut headers: Vec<(&str, String)> = F::headers(self.api_key.as_deref(), request);
-        let configured = request.options.expanded_headers();
-        // A configured header replaces the format's own of the same name.
-        headers.retain(|(name, _)| {
-            !configured
-                .iter()
-                .any(|(own, _)| own.eq_ignore_ascii_case(name))
-        });
-        headers.extend(
-            configured
-                .iter()
-                .map(|(name, value)| (name.as_str(), value.clone())),
-        );
-        let response = http::send(&self.client, &self.url, &headers, body).await?;
+        let url = self.endpoint.url(F::PATH, &request.model);
+        let headers = self.endpoint.headers::<F>(&request.options);
+        let outgoing = http::Outgoing {
+            url: &url,
+            headers: &headers,
+            body,
+        };
+        let response = http::send(&self.clients, outgoing, &mut |retry| {
+            sink.retrying(retry.attempt, retry.delay, &retry.reason)
+        })
+        .await?;
         read_stream::<F>(response, sink).await
     }
 }
@@ -220,6 +282,11 @@ impl TurnBuilder {
         self.calls.get_mut(&position)
     }
 
+    /// The position after every call so far.
+    pub fn next_call_position(&self) -> u64 {
+        self.calls.keys().next_back().map_or(0, |last| last + 1)
+    }
+
     pub fn call_count(&self) -> u64 {
         self.calls.len() as u64
     }
@@ -266,30 +333,78 @@ impl TurnBuilder {
     }
 }
 
-/// An error object as providers send it mid-stream (`{"message": ...}`), or a bare string.
+/// An error object as providers send it mid-stream (`{"message", "code"?, "type"?}`: OpenAI's,
+/// OpenRouter's numeric `code`, Anthropic's `type`), or a bare string.
 #[derive(Deserialize)]
 #[serde(untagged)]
 pub enum WireError {
     Object {
         #[serde(default)]
         message: Option<String>,
+        #[serde(default)]
+        code: Option<Value>,
+        #[serde(default, rename = "type")]
+        kind: Option<String>,
     },
     Text(String),
 }
 
 impl WireError {
-    /// The error that ends the turn.
+    /// The error that ends the turn: the provider's own message, and a code from its own code or
+    /// type (`overloaded`, `rate_limited`, `context_length`, `content_filter`, ...).
     pub fn into_error(error: Option<WireError>) -> ProviderError {
-        let message = match error {
+        let (message, code, kind) = match error {
             Some(WireError::Object {
-                message: Some(message),
-            })
-            | Some(WireError::Text(message)) => message,
-            _ => "unknown error".to_owned(),
+                message,
+                code,
+                kind,
+            }) => (message, code, kind),
+            Some(WireError::Text(message)) => (Some(message), None, None),
+            None => (None, None, None),
         };
+        let code = code.map(|code| match code {
+            Value::String(text) => text,
+            other => other.to_string(),
+        });
+        let named = [code.as_deref(), kind.as_deref()];
+        let label = named
+            .iter()
+            .flatten()
+            .next()
+            .map(|name| format!(" ({name})"));
+        let message = message.unwrap_or_else(|| "unknown error".to_owned());
+        let message = crate::sanitize::shorten(&message, 300)
+            .map(|cut| format!("{cut}…"))
+            .unwrap_or(message);
         ProviderError::new(
-            ErrorCode::ProviderError,
-            format!("The provider reported an error mid-stream: {message}"),
+            http::classify(&named),
+            format!(
+                "The provider reported an error mid-stream{}: {message}",
+                label.unwrap_or_default()
+            ),
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_puts_the_model_in_its_path_escaped_and_the_query_after() {
+        let endpoint = Endpoint {
+            base_url: "https://r.openai.azure.com/openai/deployments/{model}/".into(),
+            query: vec![("api-version".into(), "2024-10-21".into())],
+            ..Endpoint::default()
+        };
+        assert_eq!(
+            endpoint.url("/chat/completions", "gpt-4o.mini_1"),
+            "https://r.openai.azure.com/openai/deployments/gpt-4o.mini_1/chat/completions?api-version=2024-10-21"
+        );
+        assert_eq!(
+            endpoint.url("/chat/completions", "../x?y"),
+            "https://r.openai.azure.com/openai/deployments/..%2Fx%3Fy/chat/completions?api-version=2024-10-21"
+        );
+        assert!(endpoint.url("", "..").contains("/deployments/%2E%2E?"));
     }
 }

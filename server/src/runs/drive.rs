@@ -255,6 +255,8 @@ impl Closing {
             input_tokens: usage.map(|u| count(u.input_tokens)),
             output_tokens: usage.map(|u| count(u.output_tokens)),
             reasoning_tokens: usage.and_then(|u| u.reasoning_tokens).map(count),
+            cache_read_tokens: usage.and_then(|u| u.cache_read_tokens).map(count),
+            cache_write_tokens: usage.and_then(|u| u.cache_write_tokens).map(count),
             total_tokens_used: usage.map(|u| count(u.input_tokens.saturating_add(u.output_tokens))),
             total_duration_ms: Some(count(self.duration_ms)),
             cancelled_by: self.cancelled_by,

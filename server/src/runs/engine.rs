@@ -408,6 +408,11 @@ impl Engine {
         (self.agents.model_ids(), &self.default_model)
     }
 
+    /// Lists again the models of the servers configured with `"models": "discover"`.
+    pub async fn discover_models(&self) {
+        self.agents.providers().discover().await;
+    }
+
     pub fn store(&self) -> &Store {
         &self.store
     }

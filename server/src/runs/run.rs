@@ -384,6 +384,7 @@ impl Run {
 
     /// The terminal event for `ending`, carrying `message` with its final status.
     fn terminal_event(&self, mut message: Message, ending: &RunEnding) -> EventKind {
+        message.retrying = None;
         match ending {
             RunEnding::Completed => {
                 message.status = MessageStatus::Complete;

@@ -189,8 +189,12 @@ fn TraceView(
 /// How the run ended, its counts, the way back (or a note that it was shared) and the exports.
 #[component]
 fn TraceHeader(trace: Trace, event_count: usize, share: Option<String>) -> impl IntoView {
-    let tokens = match (trace.input_tokens, trace.output_tokens) {
-        (Some(input), Some(output)) => format!(" · {input} tokens in, {output} out"),
+    let count = |n: Option<i64>| n.map(|n| u64::try_from(n).unwrap_or(0));
+    let tokens = match (count(trace.input_tokens), count(trace.output_tokens)) {
+        (Some(input_tokens), Some(output_tokens)) => {
+            let usage = app_usage(input_tokens, output_tokens, &trace);
+            format!(" · {}", usage.summary())
+        }
         _ => String::new(),
     };
     let export = format!(
@@ -227,5 +231,17 @@ fn TraceHeader(trace: Trace, event_count: usize, share: Option<String>) -> impl 
             </p>
             {owner_tools}
         </header>
+    }
+}
+
+/// A stored trace's totals as a [`crate::protocol::Usage`], for its one way of being read.
+fn app_usage(input_tokens: u64, output_tokens: u64, trace: &Trace) -> crate::protocol::Usage {
+    let count = |n: Option<i64>| n.map(|n| u64::try_from(n).unwrap_or(0));
+    crate::protocol::Usage {
+        input_tokens,
+        output_tokens,
+        reasoning_tokens: count(trace.reasoning_tokens),
+        cache_read_tokens: count(trace.cache_read_tokens),
+        cache_write_tokens: count(trace.cache_write_tokens),
     }
 }

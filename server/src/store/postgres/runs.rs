@@ -188,8 +188,9 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<b
         "UPDATE agent_traces SET events = $1::jsonb, status = $2, completed_at = $3::timestamptz,
              total_tool_calls = $4, input_tokens = $5, output_tokens = $6, reasoning_tokens = $7,
              total_tokens_used = $8, total_duration_ms = $9, cancelled_by = $10,
-             cancellation_reason = $11, error_code = $12
-         WHERE trace_id = $13 AND status = 'running'",
+             cancellation_reason = $11, error_code = $12, cache_read_tokens = $13,
+             cache_write_tokens = $14
+         WHERE trace_id = $15 AND status = 'running'",
     )
     .bind(jsonb_text(&finished.events_json).as_ref())
     .bind(app::protocol::TraceStatus::from(message.status).as_str())
@@ -203,6 +204,8 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<b
     .bind(finished.cancelled_by)
     .bind(finished.reason.as_deref().map(pg_text).as_deref())
     .bind(finished.error_code.as_deref().map(pg_text).as_deref())
+    .bind(usage.and_then(|u| u.cache_read_tokens).map(sql_int))
+    .bind(usage.and_then(|u| u.cache_write_tokens).map(sql_int))
     .bind(&finished.trace_id)
     .execute(&mut *tx)
     .await?;

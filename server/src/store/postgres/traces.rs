@@ -11,7 +11,8 @@ use crate::store::{decode_chunks, decode_events, ModelTurn, Trace};
 const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
     t.user_message_id, t.model, t.events::text AS events, rfc3339_millis(t.started_at) AS started_at,
     rfc3339_millis(t.completed_at) AS completed_at, t.status, t.total_tool_calls, t.input_tokens,
-    t.output_tokens, t.reasoning_tokens, t.total_tokens_used, t.total_duration_ms, t.cancelled_by,
+    t.output_tokens, t.reasoning_tokens, t.cache_read_tokens, t.cache_write_tokens,
+    t.total_tokens_used, t.total_duration_ms, t.cancelled_by,
     t.cancellation_reason, t.error_code";
 
 impl PgStore {

@@ -181,7 +181,8 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<bool> {
         .prepare_cached(
             "UPDATE agent_traces SET events = ?, status = ?, completed_at = ?, total_tool_calls = ?,
              input_tokens = ?, output_tokens = ?, reasoning_tokens = ?, total_tokens_used = ?,
-             total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?
+             total_duration_ms = ?, cancelled_by = ?, cancellation_reason = ?, error_code = ?,
+             cache_read_tokens = ?, cache_write_tokens = ?
          WHERE trace_id = ? AND status = 'running'",
         )?
     .execute(params![
@@ -197,6 +198,8 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<bool> {
         finished.cancelled_by,
         finished.reason,
         finished.error_code,
+        usage.and_then(|u| u.cache_read_tokens).map(sql_int),
+        usage.and_then(|u| u.cache_write_tokens).map(sql_int),
         finished.trace_id
     ])?;
     if closed == 0 {

@@ -472,14 +472,41 @@ fn sum_usage(entries: &[TokenUsage]) -> Option<Usage> {
             usage.output_tokens = usage.output_tokens.saturating_add(output);
             any = true;
         }
-        if let Some(reasoning) = entry.reasoning_tokens {
-            usage.reasoning_tokens = Some(
-                usage
-                    .reasoning_tokens
-                    .unwrap_or(0)
-                    .saturating_add(reasoning),
-            );
-        }
+        // Parts of the totals, summed where any entry has them.
+        usage.add(&Usage {
+            reasoning_tokens: entry.reasoning_tokens,
+            cache_read_tokens: entry.cached_input_tokens,
+            ..Usage::default()
+        });
     }
     any.then_some(usage)
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn an_agents_usage_entries_add_up_with_their_cached_and_reasoning_parts() {
+        let entry = |input, cached, reasoning| TokenUsage {
+            provider: None,
+            model: None,
+            input_tokens: Some(input),
+            output_tokens: Some(10),
+            total_tokens: None,
+            reasoning_tokens: reasoning,
+            cached_input_tokens: cached,
+        };
+        let usage = sum_usage(&[entry(100, Some(80), None), entry(50, None, Some(4))]);
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 150,
+                output_tokens: 20,
+                reasoning_tokens: Some(4),
+                cache_read_tokens: Some(80),
+                cache_write_tokens: None,
+            })
+        );
+    }
 }
