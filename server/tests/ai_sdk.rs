@@ -73,13 +73,7 @@ async fn start_fake() -> String {
     let router = Router::new()
         .route("/v1/chat/completions", post(completions))
         .route("/agent", post(streaming_agent));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind fake");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = serve_router(router).await;
     base
 }
 

@@ -83,13 +83,7 @@ async fn start_receiver() -> (Receiver, String) {
     let router = Router::new()
         .route("/v1/traces", post(traces))
         .with_state(receiver.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind the receiver");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = serve_router(router).await;
     (receiver, base)
 }
 
@@ -196,13 +190,7 @@ async fn completions(Json(body): Json<Value>) -> Response {
 
 async fn start_fake() -> String {
     let router = Router::new().route("/v1/chat/completions", post(completions));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind the fake");
-    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = format!("{}/v1", serve_router(router).await);
     base
 }
 

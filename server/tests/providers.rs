@@ -577,13 +577,7 @@ async fn start_fake() -> (Fake, String) {
         .route("/v1/responses", post(responses))
         .route("/v1/messages", post(messages))
         .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind fake");
-    let base = format!("http://{}/v1", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = format!("{}/v1", serve_router(router).await);
     (fake, base)
 }
 

@@ -194,13 +194,7 @@ async fn start_fake(scripts: BTreeMap<String, Script>) -> (Fake, String) {
         .route("/v1/models", get(model_list))
         .fallback(post(answer))
         .with_state(fake.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind fake");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = serve_router(router).await;
     (fake, base)
 }
 
@@ -1351,13 +1345,7 @@ async fn a_redirect_is_not_followed_so_the_key_goes_nowhere_else() {
         let target = target.clone();
         async move { (StatusCode::TEMPORARY_REDIRECT, [("location", target)]).into_response() }
     }));
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let base = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let base = serve_router(router).await;
     let server = start_glassbox(json!({"providers": [
         {"name": "azure", "kind": "openai_chat", "base_url": format!("{base}/v1"), "api_key_header": "api-key",
          "api_key_env": KEY_VARIABLE, "models": ["m"]}

@@ -623,3 +623,16 @@ pub async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
     }
     stored
 }
+
+/// Serves `router` (a fake provider, agent or collector) on a free loopback port for the rest of
+/// the test; its `http://host:port`.
+pub async fn serve_router(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a test server");
+    let base = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    base
+}
