@@ -78,7 +78,7 @@ test('/ focuses the search box, a word finds a tool output, and its hit opens th
   await page.keyboard.type('a/b');
   assert.equal(await composer.inputValue(), 'a/b');
   await composer.fill('');
-  await page.locator('body').click({ position: { x: 600, y: 10 } });
+  await page.evaluate(() => document.activeElement?.blur());
   await page.keyboard.press('/');
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'search-input');
   await page.keyboard.type('Zeppelin');
@@ -96,6 +96,12 @@ test('/ focuses the search box, a word finds a tool output, and its hit opens th
   const call = `details[data-call-id="${step}"]`;
   await page.locator(`${call}[open]`).waitFor();
   assert.ok(await inView(page, call), 'the tool call is in view');
+  const [scrolled, tall] = await page.evaluate(() => {
+    const list = document.querySelector('section.messages');
+    return [list.scrollTop, list.scrollHeight > 2 * list.clientHeight];
+  });
+  assert.ok(tall, 'the conversation is taller than the list, so the call had to be scrolled to');
+  assert.ok(scrolled < 2000, `the list is near its start (scrollTop ${scrolled}), not at its end`);
   await page.locator(call, { hasText: 'zeppelin manifest' }).waitFor();
 
   // After a reload: the server's render, hydrated, opens it again.

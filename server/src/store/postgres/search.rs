@@ -48,6 +48,9 @@ pub(super) async fn insert_docs(
     conversation_id: &str,
     docs: &[SearchDoc],
 ) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
     let text = |value: &Option<String>| value.as_deref().map(|v| pg_text(v).into_owned());
     let messages: Vec<Option<String>> = docs.iter().map(|d| text(&d.message_id)).collect();
     let steps: Vec<Option<String>> = docs.iter().map(|d| text(&d.step)).collect();
