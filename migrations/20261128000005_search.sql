@@ -18,7 +18,8 @@ CREATE TABLE search_docs (
 );
 CREATE INDEX search_docs_conversation ON search_docs (conversation_id);
 CREATE INDEX search_docs_message ON search_docs (message_id);
-CREATE INDEX search_docs_owner ON search_docs (owner_id, created_at);
+-- An owner's pieces in rowid order: the order they were indexed in, newest last.
+CREATE INDEX search_docs_owner ON search_docs (owner_id);
 
 CREATE VIRTUAL TABLE search_fts USING fts5(
     body, content = 'search_docs', content_rowid = 'id', tokenize = 'unicode61 remove_diacritics 2'

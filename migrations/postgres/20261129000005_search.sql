@@ -20,4 +20,5 @@ CREATE TABLE search_docs (
 CREATE INDEX search_docs_tsv ON search_docs USING GIN (tsv);
 CREATE INDEX search_docs_conversation ON search_docs (conversation_id);
 CREATE INDEX search_docs_message ON search_docs (message_id);
-CREATE INDEX search_docs_owner ON search_docs (owner_id, created_at DESC);
+-- An owner's pieces in the order they were indexed in.
+CREATE INDEX search_docs_owner ON search_docs (owner_id, id);

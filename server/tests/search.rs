@@ -300,3 +300,92 @@ async fn bad_queries_answer_a_clear_error_or_a_sensible_result() {
     assert_eq!(hits(&server, "walrus").await.len(), 1, "the index is whole");
     server.stop().await;
 }
+
+/// Search's speed over 10,000 conversations of one user with 12 indexed pieces each (120,000
+/// rows, bodies of about 300 characters), through HTTP: p50 and p99 of 200 searches per query.
+/// A benchmark, not a check: `cargo test -p server --test search -- --ignored --nocapture
+/// search_speed` (with `GLASSBOX_TEST_STORE=postgres` for PostgreSQL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+async fn search_speed() {
+    let server = TestServer::start().await;
+    let sqlite = server.store.sqlite().is_some();
+    let (numbers, time, text) = match sqlite {
+        true => (
+            "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 9999)",
+            "strftime('%Y-%m-%dT%H:%M:%fZ', '2026-01-01', '+' || i || ' seconds')",
+            "'piece ' || p || ' word' || ((i * 7 + p) % 1000) || ' common text about topic' || (i % 50) || ' and rare' || i || ' ' || substr(hex(randomblob(100)), 1, 200)",
+        ),
+        false => (
+            "WITH n(i) AS (SELECT generate_series(0, 9999))",
+            "(timestamptz '2026-01-01' + i * interval '1 second')",
+            "'piece ' || p || ' word' || ((i * 7 + p) % 1000) || ' common text about topic' || (i % 50) || ' and rare' || i || ' ' || md5(random()::text) || md5(random()::text) || md5(random()::text)",
+        ),
+    };
+    let started = std::time::Instant::now();
+    server
+        .store
+        .execute_as_writer(format!(
+            "{numbers} INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
+             SELECT 'bench-' || i, 'local', 'bench conversation ' || i, 'demo', {time}, {time} FROM n"
+        ))
+        .await
+        .expect("conversations");
+    // Conversation by conversation, as runs would write them: pieces 0 (a question), 1 to 5
+    // (tool calls, a tenth of them failed), 6 to 11 (answers).
+    let pieces = match sqlite {
+        true => "p(j) AS (SELECT 0 UNION ALL SELECT j + 1 FROM p WHERE j < 11)",
+        false => "p(j) AS (SELECT generate_series(0, 11))",
+    };
+    let body = text.replace(" p ", " j ").replace("+ p)", "+ j)");
+    server
+        .store
+        .execute_as_writer(format!(
+            "{numbers}, {pieces} INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+             SELECT 'local', 'bench-' || i, 'msg-' || i, 'call-' || i || '-' || j,
+                    CASE WHEN j = 0 THEN 'question' WHEN j <= 5 THEN 'tool' ELSE 'answer' END,
+                    CASE WHEN j BETWEEN 1 AND 5 THEN 'grep_search' END,
+                    CASE WHEN j = 0 THEN NULL WHEN j > 5 THEN 'complete'
+                         WHEN i % 10 = 0 THEN 'error' ELSE 'success' END,
+                    'demo', {time}, {body}
+             FROM n CROSS JOIN p ORDER BY i, j"
+        ))
+        .await
+        .expect("pieces");
+    // As autovacuum would after so many rows (on SQLite the writer's connection has no ANALYZE).
+    if !sqlite {
+        server
+            .store
+            .execute_as_writer("ANALYZE search_docs".into())
+            .await
+            .expect("analyze");
+    }
+    println!("indexed 120,000 pieces in {:?}", started.elapsed());
+    for q in [
+        "common",
+        "topic7",
+        "rare4711",
+        "\"common text about\"",
+        "status:error",
+        "tool:grep_search topic7",
+        "word123 topic23",
+        "nothingmatches",
+    ] {
+        hits(&server, q).await;
+        let mut times = Vec::new();
+        for _ in 0..200 {
+            let started = std::time::Instant::now();
+            let (status, _) = search(&server, q).await;
+            times.push(started.elapsed());
+            assert_eq!(status, 200);
+        }
+        times.sort();
+        println!(
+            "{q:28} hits {:3}  p50 {:>8.2?}  p99 {:>8.2?}",
+            hits(&server, q).await.len(),
+            times[100],
+            times[197]
+        );
+    }
+    server.stop().await;
+}

@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::store::search::{answer_docs, SearchDoc, SearchQuery, SearchRow, MAX_HITS};
 
 impl PgStore {
-    /// The owner's pieces matching `query`, newest first.
+    /// The owner's pieces matching `query`, newest (last indexed) first.
     pub async fn search(&self, owner_id: &str, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut sql = String::from(
             "SELECT d.conversation_id, c.title AS conversation_title, d.message_id, d.step, d.kind,
@@ -26,7 +26,7 @@ impl PgStore {
                 .collect();
             sql.push_str(&format!(" AND d.tsv @@ ({})", parts.join(" && ")));
         }
-        sql.push_str(" ORDER BY d.created_at DESC, d.id DESC LIMIT $5");
+        sql.push_str(" ORDER BY d.id DESC LIMIT $5");
         let mut statement = sqlx::query_as::<_, SearchRow>(&sql)
             .bind(owner_id)
             .bind(query.tool.as_deref().map(pg_text))
