@@ -279,8 +279,14 @@ pub fn snippet(body: &str, terms: &[String]) -> (String, Vec<[usize; 2]>) {
     }
     matches.sort_unstable();
     let first = matches.first().map_or(0, |m| m[0]);
-    let start = first.saturating_sub(SNIPPET_CHARS / 4);
-    let end = (start + SNIPPET_CHARS).min(chars.len());
+    let mut start = first.saturating_sub(SNIPPET_CHARS / 4);
+    while start < first && chars[start] == ' ' {
+        start += 1;
+    }
+    let mut end = (start + SNIPPET_CHARS).min(chars.len());
+    while end > start && chars[end - 1] == ' ' {
+        end -= 1;
+    }
     let snippet: String = chars[start..end].iter().collect();
     let mut marks: Vec<[usize; 2]> = Vec::new();
     for [from, to] in matches {
@@ -364,5 +370,10 @@ mod tests {
         let (snippet, marks) = snippet("Grepping for grep in GREP.", &["grep".to_owned()]);
         assert_eq!(snippet, "Grepping for grep in GREP.");
         assert_eq!(marks, [[13, 17], [21, 25]]);
+        let (trimmed, marks) = super::snippet("    1  the\tkey rotates\n", &["key".to_owned()]);
+        assert_eq!(
+            (trimmed.as_str(), marks),
+            ("1  the key rotates", vec![[7, 10]])
+        );
     }
 }
