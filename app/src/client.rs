@@ -48,6 +48,35 @@ pub fn trace_inspector(trace_id: &str) -> String {
     format!("/api/traces/{trace_id}/inspector.json")
 }
 
+/// `GET` here with `?q=` searches the user's conversations.
+pub const SEARCH: &str = "/api/search";
+
+/// `text` percent-encoded for a URL's query or path: every byte but letters, digits and `-_.~`.
+pub fn url_encode(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for byte in text.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(byte as char)
+            }
+            _ => out.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    out
+}
+
+/// Where a search hit opens: its conversation, naming the message (`m`) and the step (`step`).
+pub fn search_hit_href(hit: &crate::models::SearchHit) -> String {
+    let mut href = format!("/c/{}", url_encode(&hit.conversation_id));
+    if let Some(message) = &hit.message_id {
+        href.push_str(&format!("?m={}", url_encode(message)));
+        if let Some(step) = &hit.step {
+            href.push_str(&format!("&step={}", url_encode(step)));
+        }
+    }
+    href
+}
+
 /// A conversation in ThoughtFlow's form: `json` or `d2`.
 pub fn thoughtflow(conversation_id: &str, format: &str) -> String {
     format!("/thoughtflow/{conversation_id}.{format}")
@@ -255,6 +284,13 @@ pub async fn delete_all_conversations() -> Result<u64, ClientError> {
 #[cfg(feature = "hydrate")]
 pub async fn archived_conversations() -> Result<Vec<ConversationSummary>, ClientError> {
     let url = format!("{CONVERSATIONS}?archived=true");
+    read(send(Request::get(&url).build(), &[]).await?).await
+}
+
+/// The user's conversations searched for `query` (the syntax of docs/protocol.md).
+#[cfg(feature = "hydrate")]
+pub async fn search(query: &str) -> Result<crate::models::SearchResults, ClientError> {
+    let url = format!("{SEARCH}?q={}", url_encode(query));
     read(send(Request::get(&url).build(), &[]).await?).await
 }
 

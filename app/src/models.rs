@@ -276,3 +276,29 @@ mod tests {
         assert_eq!((older.messages.len(), older.earlier), (8, 14));
     }
 }
+
+/// One result of `GET /api/search`: the conversation, the message (none for a title) and the step
+/// (a reasoning block's id or a tool call's id) that matched, and a plain-text `snippet` of the
+/// matched text with the matches as `marks`: `[start, end)` offsets in characters (Unicode scalar
+/// values) of `snippet`. Nothing in it is markup.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchHit {
+    pub conversation_id: String,
+    pub conversation_title: String,
+    pub message_id: Option<String>,
+    pub step: Option<String>,
+    /// `title`, `question`, `answer`, `reasoning` or `tool`.
+    pub kind: String,
+    pub tool: Option<String>,
+    pub status: Option<String>,
+    pub model: Option<String>,
+    pub created_at: String,
+    pub snippet: String,
+    pub marks: Vec<[usize; 2]>,
+}
+
+/// What `GET /api/search` answers: the hits, newest first.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct SearchResults {
+    pub results: Vec<SearchHit>,
+}

@@ -267,6 +267,32 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
         list.contains(conversation.as_str()),
         "still listed, not archived: {list}"
     );
+    // Nor find it by search, by a word or by filters alone; Alice does.
+    for q in [
+        "private",
+        "answer",
+        "status:complete",
+        "model:scenario:quick",
+        "\"private answer\"",
+    ] {
+        let path = format!(
+            "/api/search?q={}",
+            q.replace(' ', "%20").replace('"', "%22")
+        );
+        let (status, body) = get(base, &bob, &path).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::OK, r#"{"results":[]}"#),
+            "{q}"
+        );
+        let (status, body) = get(base, &alice, &path).await;
+        assert_eq!(status, StatusCode::OK, "{q}: {body}");
+        assert!(body.contains(conversation.as_str()), "Alice's {q}: {body}");
+    }
+    assert_eq!(
+        get(base, "", "/api/search?q=private").await.0,
+        StatusCode::UNAUTHORIZED
+    );
     for (name, args) in [
         ("conversations", vec![]),
         ("conversation", vec![("id", conversation.as_str())]),

@@ -186,6 +186,7 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
             format!("SELECT COUNT(*) FROM trace_event_chunks WHERE trace_id IN {traces}"),
             format!("SELECT COUNT(*) FROM model_turns WHERE trace_id IN {traces}"),
             format!("SELECT COUNT(*) FROM trace_shares WHERE trace_id IN {traces}"),
+            format!("SELECT COUNT(*) FROM search_docs WHERE conversation_id = '{conversation}'"),
         ]
     };
     let mut before = Vec::new();
@@ -193,8 +194,17 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
         before.push(server.count(&sql).await);
     }
     assert_eq!(before[..3], [1, 4, 2], "{before:?}");
-    assert_eq!(before[4..], [1, 1], "{before:?}");
+    // Its search pieces: the title, two questions, two tool calls, two answers.
+    assert_eq!(before[4..], [1, 1, 7], "{before:?}");
     let kept_before = server.count(&rows(&kept)[1]).await;
+    let search = format!("/api/search?q=%22{secret}%22");
+    let (status, found) = server.get_json(&search).await;
+    assert_eq!(status, 200, "{found}");
+    assert_eq!(
+        found["results"].as_array().map(Vec::len),
+        Some(7),
+        "{found}"
+    );
 
     let path = format!("/api/conversations/{id}");
     let (status, body) = server.send_json(Method::DELETE, &path, None).await;
@@ -234,6 +244,29 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
     );
     let list = listed(&server, "/api/conversations").await;
     assert_eq!((list.len(), &list[0]["id"]), (1, &json!(kept)));
+    // Not found by search, and gone from the full-text index itself.
+    let (status, found) = server.get_json(&search).await;
+    assert_eq!((status, &found["results"]), (200, &json!([])), "{found}");
+    assert_eq!(
+        server.get_json("/api/search?q=keep").await.1["results"]
+            .as_array()
+            .map(Vec::len),
+        Some(2),
+        "the other conversation's title and question"
+    );
+    if server.store.sqlite().is_some() {
+        for sql in [
+            "SELECT COUNT(*) FROM search_fts WHERE search_fts MATCH 'zebra OR quartz OR forget'",
+            "SELECT COUNT(*) FROM search_fts_data",
+        ] {
+            let counted = server.count(sql).await;
+            assert!(sql.ends_with("data") || counted == 0, "{sql}: {counted}");
+        }
+    } else {
+        let indexed =
+            "SELECT COUNT(*) FROM search_docs WHERE tsv @@ to_tsquery('simple', 'zebra | quartz')";
+        assert_eq!(server.count(indexed).await, 0);
+    }
 
     // On SQLite, the files (WAL included) after a checkpoint, while the server runs; on
     // PostgreSQL, every row.
@@ -245,11 +278,15 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
         stored.windows(8).any(|window| window == b"keep me\""),
         "the other conversation's text is stored"
     );
-    let needle = secret.as_bytes();
-    assert!(
-        !stored.windows(needle.len()).any(|window| window == needle),
-        "the deleted text is still in the database"
-    );
+    // The whole text, and its words as the full-text index keeps them (each on its own).
+    for needle in [secret, "zebra", "quartz"] {
+        let needle = needle.as_bytes();
+        assert!(
+            !stored.windows(needle.len()).any(|window| window == needle),
+            "the deleted text {} is still in the database",
+            String::from_utf8_lossy(needle)
+        );
+    }
     server.stop().await;
 }
 

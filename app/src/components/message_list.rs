@@ -16,6 +16,8 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
     let away = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
     let jump = follow(state, section, content, away);
+    #[cfg(feature = "hydrate")]
+    reveal_on_open(state);
     #[cfg(not(feature = "hydrate"))]
     let jump = || {};
     view! {
@@ -32,8 +34,8 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                 </Show>
                 <For each=move || state.entries.get() key=|entry| entry.id().to_owned() let:entry>
                     {match entry {
-                        Entry::User { text, .. } => view! {
-                            <article class="message user" data-status="complete">
+                        Entry::User { id, text } => view! {
+                            <article class="message user" data-status="complete" data-message-id=id>
                                 <div class="message-text">{text}</div>
                             </article>
                         }
@@ -51,6 +53,35 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// Opened from a search hit (`?m=MESSAGE&step=STEP`): once the message is on the page, opens the
+/// step and scrolls it into view, once per target (again after a reload, which keeps the query).
+#[cfg(feature = "hydrate")]
+fn reveal_on_open(state: ChatState) {
+    let query = leptos_router::hooks::use_query_map();
+    let revealed = StoredValue::new(None::<(String, Option<String>)>);
+    Effect::new(move |_| {
+        let target = query.with(|query| query.get("m").map(|m| (m, query.get("step"))));
+        state.entries.track();
+        let Some(target) = target else {
+            return;
+        };
+        if revealed.with_value(|done| done.as_ref() == Some(&target)) {
+            return;
+        }
+        // After the entries are drawn (and the list has gone to its end).
+        leptos::leptos_dom::helpers::set_timeout(
+            move || {
+                if revealed.with_value(|done| done.as_ref() != Some(&target))
+                    && super::search::reveal_search_target(&target.0, target.1.as_deref())
+                {
+                    revealed.set_value(Some(target));
+                }
+            },
+            std::time::Duration::from_millis(50),
+        );
+    });
 }
 
 /// Keeps the list at its end while the reader is there (see `follow_bottom`), and goes back to
@@ -253,6 +284,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
     // class rather than `:has()`, which would make every page of messages going in cost style
     // work for all the messages already shown).
     let menu_open = RwSignal::new(false);
+    let message_id = id.clone();
     let footer = move || {
         model
             .trace_id
@@ -263,6 +295,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
     view! {
         <article
             class="message assistant"
+            data-message-id=message_id
             class:live=streaming
             class:menu-open=move || menu_open.get()
             data-status=move || model.status.get().as_str()

@@ -12,6 +12,7 @@ pub mod live;
 pub mod manage;
 pub mod markdown;
 mod message_list;
+pub mod search;
 pub mod segments;
 mod settings_panel;
 pub mod share;

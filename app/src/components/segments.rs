@@ -248,9 +248,11 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
             opened.set(true);
         }
     };
+    let step = segment.with_untracked(|segment| segment.id.clone());
     view! {
         <details
             class="segment reasoning"
+            data-step=step
             open=verbose
             on:toggle=on_toggle
             hidden=move || settings.get().mode == DisplayMode::Minimal

@@ -13,6 +13,7 @@ pub fn Sidebar(
         <nav id="sidebar" class="sidebar" aria-label="Conversations">
             <div class="brand">"Glassbox"</div>
             <a class="new-chat" href="/">"+ New chat"</a>
+            <super::search::SearchBox />
             <super::settings_panel::SettingsPanel />
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || Suspend::new(async move {

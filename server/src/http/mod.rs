@@ -1,6 +1,6 @@
 //! HTTP: the JSON/SSE API under `/api`, `/healthz`, the server-rendered pages and static files.
 //! Each area builds its own router in its module (chat and runs, reads and exports, managing
-//! conversations, shares, health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
+//! conversations, search, shares, health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
 //! [`crate::reads`] read, and map errors through [`crate::error::Error`].
 
 mod ag_ui;
@@ -13,6 +13,7 @@ mod health;
 mod manage;
 mod pages;
 mod read;
+mod search;
 pub mod serve;
 mod session;
 mod shares;
@@ -64,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ai_sdk::router())
         .merge(read::router())
         .merge(manage::router())
+        .merge(search::router())
         .merge(shares::router())
         .merge(health::router())
         .merge(session::router())

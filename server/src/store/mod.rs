@@ -20,6 +20,7 @@ mod postgres;
 mod records;
 mod recovery;
 mod rows;
+pub mod search;
 mod sqlite;
 mod writer;
 
@@ -192,6 +193,16 @@ impl Store {
     /// transaction: how many. While any has a run going, none is deleted (409).
     pub async fn delete_all_conversations(&self, owner_id: &str) -> Result<u64> {
         on_backend!(self, delete_all_conversations(owner_id.to_owned()))
+    }
+
+    /// The pieces of `owner_id`'s conversations matching `query`, newest first (at most
+    /// [`search::MAX_HITS`]).
+    pub async fn search(
+        &self,
+        owner_id: &str,
+        query: &search::SearchQuery,
+    ) -> Result<Vec<app::models::SearchHit>> {
+        on_backend!(self, search(owner_id, query))
     }
 
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {

@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::store::{run_in_progress, ConversationChange};
 
 /// The rows of the conversations $1 (an array of ids), children first.
-const DELETE_ROWS: [&str; 6] = [
+const DELETE_ROWS: [&str; 7] = [
+    "DELETE FROM search_docs WHERE conversation_id = ANY($1)",
     "DELETE FROM trace_shares WHERE trace_id IN
         (SELECT trace_id FROM agent_traces WHERE conversation_id = ANY($1))",
     "DELETE FROM model_turns WHERE trace_id IN
@@ -49,9 +50,12 @@ impl PgStore {
                     .bind(&change.now)
                     .execute(&mut *connection)
                     .await?;
-                    match changed.rows_affected() {
-                        0 => Err(Error::NotFound("conversation")),
-                        _ => Ok(()),
+                    if changed.rows_affected() == 0 {
+                        return Err(Error::NotFound("conversation"));
+                    }
+                    match &change.title {
+                        Some(title) => super::search::retitle(connection, &id, title).await,
+                        None => Ok(()),
                     }
                 })
             })

@@ -6,7 +6,7 @@
 //!
 //! By concern: a run's writes (`runs`), reads of conversations (`conversations`) and of traces
 //! (`traces`), renaming, archiving and deleting conversations (`manage`), what readers on other instances and the bus read or send (`bus`), instances'
-//! leases (`lease`), `accounts`, `shares`, and text PostgreSQL accepts (`text`).
+//! leases (`lease`), `accounts`, `shares`, `search`, and text PostgreSQL accepts (`text`).
 
 mod accounts;
 mod bus;
@@ -14,6 +14,7 @@ mod conversations;
 mod lease;
 mod manage;
 mod runs;
+mod search;
 mod shares;
 mod text;
 mod traces;

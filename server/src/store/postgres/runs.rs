@@ -3,8 +3,10 @@
 
 use sqlx::PgConnection;
 
+use super::search::{index_answer, insert_docs};
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
+use crate::store::search::{question_doc, title_doc};
 use crate::store::{
     encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun, OwnedFinish,
     StartedRun,
@@ -86,6 +88,11 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
         .bind(instance_id)
         .execute(&mut *tx)
         .await?;
+    let mut docs = vec![question_doc(&user_message, &model)];
+    if new.conversation_id.is_none() {
+        docs.push(title_doc(&title_for(&new.content), &new.now));
+    }
+    insert_docs(tx, &new.owner_id, &conversation_id, &docs).await?;
     Ok(StartedRun {
         conversation_id,
         model,
@@ -229,6 +236,7 @@ async fn finish_run_in(tx: &mut PgConnection, finished: OwnedFinish) -> Result<b
         .bind(&message.id)
         .execute(&mut *tx)
         .await?;
+    index_answer(tx, &finished.trace_id, message).await?;
     insert_model_turns(tx, &finished).await?;
     Ok(true)
 }

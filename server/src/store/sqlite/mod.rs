@@ -9,6 +9,7 @@ mod accounts;
 mod conversations;
 mod manage;
 mod runs;
+mod search;
 mod shares;
 mod traces;
 pub mod wal;

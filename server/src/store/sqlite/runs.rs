@@ -4,8 +4,10 @@
 use app::protocol::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 
+use super::search::{index_answer, insert_docs};
 use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::search::{question_doc, title_doc};
 use crate::store::{
     decode_message, encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun,
     OwnedFinish, StartedRun,
@@ -46,6 +48,8 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
         }
         None => {
             let (id, model) = new_conversation(tx, &new)?;
+            let title = title_doc(&title_for(&new.content), &new.now);
+            insert_docs(tx, &new.owner_id, &id, &[title])?;
             (id, model, Vec::new())
         }
     };
@@ -89,6 +93,8 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
         new.now,
         new.now
     ])?;
+    let question = question_doc(&user_message, &model);
+    insert_docs(tx, &new.owner_id, &conversation_id, &[question])?;
     Ok(StartedRun {
         conversation_id,
         model,
@@ -211,6 +217,7 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<bool> {
     tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
         .execute(params![finished.trace_id])?;
     update_message(tx, message)?;
+    index_answer(tx, &finished.trace_id, message)?;
     let mut insert_turn = tx.prepare_cached(
         "INSERT OR REPLACE INTO model_turns (trace_id, turn_index, model, format, after_seq, request, response, started_at, completed_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",

@@ -1,0 +1,119 @@
+//! Search in PostgreSQL: pieces in `search_docs`, whose `tsv` column (`to_tsvector('simple',
+//! body)`) is under a GIN index, written in the writer's transaction that stores their text. Each
+//! term becomes `phraseto_tsquery('simple', $n)` of a bound parameter, all joined by `&&`.
+
+use app::models::SearchHit;
+use app::protocol::Message;
+use sqlx::PgConnection;
+
+use super::{pg_text, PgStore};
+use crate::error::Result;
+use crate::store::search::{answer_docs, SearchDoc, SearchQuery, SearchRow, MAX_HITS};
+
+impl PgStore {
+    /// The owner's pieces matching `query`, newest (last indexed) first.
+    pub async fn search(&self, owner_id: &str, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let mut sql = String::from(
+            "SELECT d.conversation_id, c.title AS conversation_title, d.message_id, d.step, d.kind,
+                    d.tool, d.status, d.model, rfc3339_millis(d.created_at) AS created_at, d.body
+             FROM search_docs d JOIN conversations c ON c.id = d.conversation_id
+             WHERE d.owner_id = $1 AND ($2::text IS NULL OR d.tool = $2)
+               AND ($3::text IS NULL OR d.status = $3) AND ($4::text IS NULL OR d.model = $4)",
+        );
+        if !query.terms.is_empty() {
+            let parts: Vec<String> = (0..query.terms.len())
+                .map(|index| format!("phraseto_tsquery('simple', ${})", index + 6))
+                .collect();
+            sql.push_str(&format!(" AND d.tsv @@ ({})", parts.join(" && ")));
+        }
+        sql.push_str(" ORDER BY d.id DESC LIMIT $5");
+        let mut statement = sqlx::query_as::<_, SearchRow>(&sql)
+            .bind(owner_id)
+            .bind(query.tool.as_deref().map(pg_text))
+            .bind(query.status.as_deref().map(pg_text))
+            .bind(query.model.as_deref().map(pg_text))
+            .bind(MAX_HITS);
+        for term in &query.terms {
+            statement = statement.bind(pg_text(term));
+        }
+        let rows = statement.fetch_all(&self.pool).await?;
+        Ok(rows.into_iter().map(|row| row.into_hit(query)).collect())
+    }
+}
+
+/// Adds pieces of one conversation of `owner_id`, in one statement.
+pub(super) async fn insert_docs(
+    tx: &mut PgConnection,
+    owner_id: &str,
+    conversation_id: &str,
+    docs: &[SearchDoc],
+) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    let text = |value: &Option<String>| value.as_deref().map(|v| pg_text(v).into_owned());
+    let messages: Vec<Option<String>> = docs.iter().map(|d| text(&d.message_id)).collect();
+    let steps: Vec<Option<String>> = docs.iter().map(|d| text(&d.step)).collect();
+    let kinds: Vec<&str> = docs.iter().map(|d| d.kind).collect();
+    let tools: Vec<Option<String>> = docs.iter().map(|d| text(&d.tool)).collect();
+    let statuses: Vec<Option<String>> = docs.iter().map(|d| text(&d.status)).collect();
+    let models: Vec<Option<String>> = docs.iter().map(|d| text(&d.model)).collect();
+    let times: Vec<&str> = docs.iter().map(|d| d.created_at.as_str()).collect();
+    let bodies: Vec<String> = docs.iter().map(|d| pg_text(&d.body).into_owned()).collect();
+    sqlx::query(
+        "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+         SELECT $1, $2, m, s, k, t, st, mo, c::timestamptz, b
+         FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
+             AS x(m, s, k, t, st, mo, c, b)",
+    )
+    .bind(owner_id)
+    .bind(conversation_id)
+    .bind(messages)
+    .bind(steps)
+    .bind(kinds)
+    .bind(tools)
+    .bind(statuses)
+    .bind(models)
+    .bind(times)
+    .bind(bodies)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
+/// Indexes a finished assistant message (replacing what a retried end wrote).
+pub(super) async fn index_answer(
+    tx: &mut PgConnection,
+    trace_id: &str,
+    message: &Message,
+) -> Result<()> {
+    let owner: Option<(String, String)> = sqlx::query_as(
+        "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+         WHERE t.trace_id = $1",
+    )
+    .bind(trace_id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some((owner_id, conversation_id)) = owner else {
+        return Ok(());
+    };
+    sqlx::query("DELETE FROM search_docs WHERE message_id = $1")
+        .bind(&message.id)
+        .execute(&mut *tx)
+        .await?;
+    insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message)).await
+}
+
+/// A renamed conversation's title piece.
+pub(super) async fn retitle(
+    tx: &mut PgConnection,
+    conversation_id: &str,
+    title: &str,
+) -> Result<()> {
+    sqlx::query("UPDATE search_docs SET body = $1 WHERE conversation_id = $2 AND kind = 'title'")
+        .bind(pg_text(title).as_ref())
+        .bind(conversation_id)
+        .execute(&mut *tx)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,106 @@
+//! Search in SQLite: pieces in `search_docs`, indexed by FTS5 (`search_fts`, kept in step by
+//! triggers), written in the writer's transaction that stores their text. The MATCH expression is
+//! built from quoted terms ([`SearchQuery::fts5_match`]) and bound as a parameter.
+
+use app::models::SearchHit;
+use app::protocol::Message;
+use rusqlite::{params, Connection, OptionalExtension};
+
+use super::SqliteStore;
+use crate::error::Result;
+use crate::store::search::{answer_docs, SearchDoc, SearchQuery, SearchRow, MAX_HITS};
+
+impl SqliteStore {
+    /// The owner's pieces matching `query`, newest (last indexed) first.
+    pub async fn search(&self, owner_id: &str, query: &SearchQuery) -> Result<Vec<SearchHit>> {
+        let sql = match query.fts5_match() {
+            Some(_) => BY_WORDS,
+            None => BY_FILTERS,
+        };
+        let rows: Vec<SearchRow> = sqlx::query_as(sql)
+            .bind(owner_id)
+            .bind(query.fts5_match())
+            .bind(&query.tool)
+            .bind(&query.status)
+            .bind(&query.model)
+            .bind(MAX_HITS)
+            .fetch_all(&self.pool)
+            .await?;
+        Ok(rows.into_iter().map(|row| row.into_hit(query)).collect())
+    }
+}
+
+/// With words: FTS5 walks its matches from the newest row down and stops at the 50th of the
+/// owner's (sorting every match of a common word first cost several times more).
+const BY_WORDS: &str =
+    "SELECT d.conversation_id, c.title AS conversation_title, d.message_id, d.step,
+        d.kind, d.tool, d.status, d.model, d.created_at, d.body
+     FROM search_fts f JOIN search_docs d ON d.id = f.rowid
+     JOIN conversations c ON c.id = d.conversation_id
+     WHERE search_fts MATCH ?2 AND d.owner_id = ?1
+       AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
+       AND (?5 IS NULL OR d.model = ?5)
+     ORDER BY f.rowid DESC LIMIT ?6";
+
+/// Filters only: the owner's pieces, newest first (the owner's index is in rowid order).
+const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_title, d.message_id,
+        d.step, d.kind, d.tool, d.status, d.model, d.created_at, d.body
+     FROM search_docs d JOIN conversations c ON c.id = d.conversation_id
+     WHERE d.owner_id = ?1 AND ?2 IS NULL
+       AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
+       AND (?5 IS NULL OR d.model = ?5)
+     ORDER BY d.id DESC LIMIT ?6";
+
+/// Adds pieces of one conversation of `owner_id`.
+pub(super) fn insert_docs(
+    tx: &Connection,
+    owner_id: &str,
+    conversation_id: &str,
+    docs: &[SearchDoc],
+) -> Result<()> {
+    let mut insert = tx.prepare_cached(
+        "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )?;
+    for doc in docs {
+        insert.execute(params![
+            owner_id,
+            conversation_id,
+            doc.message_id,
+            doc.step,
+            doc.kind,
+            doc.tool,
+            doc.status,
+            doc.model,
+            doc.created_at,
+            doc.body
+        ])?;
+    }
+    Ok(())
+}
+
+/// Indexes a finished assistant message (replacing what a retried end wrote).
+pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -> Result<()> {
+    let owner: Option<(String, String)> = tx
+        .prepare_cached(
+            "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.trace_id = ?",
+        )?
+        .query_row(params![trace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?;
+    let Some((owner_id, conversation_id)) = owner else {
+        return Ok(());
+    };
+    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ?")?
+        .execute(params![message.id])?;
+    insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message))
+}
+
+/// A renamed conversation's title piece.
+pub(super) fn retitle(tx: &Connection, conversation_id: &str, title: &str) -> Result<()> {
+    tx.prepare_cached(
+        "UPDATE search_docs SET body = ? WHERE conversation_id = ? AND kind = 'title'",
+    )?
+    .execute(params![title, conversation_id])?;
+    Ok(())
+}
