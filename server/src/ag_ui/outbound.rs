@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::wire::{Event, Interrupt, Outcome, TokenUsage};
 use crate::formats::{
+    started_without_args,
     steps::{StepChange, Steps},
     LoggedDelta,
 };
@@ -294,7 +295,7 @@ impl Outbound {
             parent_message_id: None,
         });
         self.calls.push(call_id.to_owned());
-        if !is_empty_args(args) {
+        if !started_without_args(args) {
             self.end_call(call_id, Some(args), out);
         }
     }
@@ -305,7 +306,7 @@ impl Outbound {
             return;
         };
         let tool_call_id = self.calls.remove(at);
-        if let Some(args) = args.filter(|args| !is_empty_args(args)) {
+        if let Some(args) = args.filter(|args| !started_without_args(args)) {
             out.push(Event::ToolCallArgs {
                 tool_call_id: tool_call_id.clone(),
                 delta: args.to_string(),
@@ -479,14 +480,6 @@ fn step_name(number: u32) -> String {
 
 fn reasoning_message_id(segment_id: &str, index: u32) -> String {
     format!("{segment_id}-{index}")
-}
-
-fn is_empty_args(args: &Value) -> bool {
-    match args {
-        Value::Null => true,
-        Value::Object(map) => map.is_empty(),
-        _ => false,
-    }
 }
 
 fn status_name(status: ToolResultStatus) -> &'static str {

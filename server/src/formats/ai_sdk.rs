@@ -13,6 +13,7 @@ use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::{
+    started_without_args,
     steps::{StepChange, Steps},
     LoggedDelta,
 };
@@ -387,7 +388,7 @@ impl UiMessageStream {
             title: display.map(str::to_owned),
             text: String::new(),
         };
-        if is_empty_args(args) {
+        if started_without_args(args) {
             self.streaming.insert(call_id.to_owned(), input);
         } else {
             out.push(input.available(call_id, args));
@@ -536,15 +537,6 @@ impl StreamingInput {
             chunk["title"] = json!(title);
         }
         chunk
-    }
-}
-
-/// Whether a call started without its arguments: they stream in later.
-fn is_empty_args(args: &Value) -> bool {
-    match args {
-        Value::Null => true,
-        Value::Object(map) => map.is_empty(),
-        _ => false,
     }
 }
 

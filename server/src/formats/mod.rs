@@ -5,6 +5,7 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
+use serde_json::Value;
 
 pub mod ai_sdk;
 pub mod steps;
@@ -61,5 +62,15 @@ impl<'a> LoggedDelta<'a> {
             }),
             _ => None,
         }
+    }
+}
+
+/// Whether a call started without its arguments (`{}` or none): an agent that streams them
+/// sends them later in `tool_call_update.args`, so a format holds the call's input until then.
+pub fn started_without_args(args: &Value) -> bool {
+    match args {
+        Value::Null => true,
+        Value::Object(map) => map.is_empty(),
+        _ => false,
     }
 }
