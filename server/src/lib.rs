@@ -73,6 +73,7 @@ pub fn find_site_root(config: &Config) -> Result<PathBuf, String> {
 /// engine and the routes.
 pub async fn build(config: &Config, site_root: PathBuf) -> Result<Server, String> {
     let (store, recovered) = open_store(config).await?;
+    tokio::spawn(store::search::backfill(store.clone()));
     let engine = start_engine(config, store.clone())?;
     if let Some(endpoint) = config.otlp_traces_endpoint() {
         let otlp = otel::Otlp::start(

@@ -194,6 +194,129 @@ async fn finds_answers_tool_outputs_reasoning_phrases_and_filters() {
     server.stop().await;
 }
 
+/// Every indexed piece of the test's conversations, without the row ids, sorted.
+async fn pieces(server: &TestServer) -> Vec<String> {
+    let sql = "SELECT kind || '|' || COALESCE(message_id, '') || '|' || COALESCE(step, '') || '|'
+        || COALESCE(tool, '') || '|' || COALESCE(status, '') || '|' || COALESCE(model, '') || '|'
+        || body FROM search_docs ORDER BY 1";
+    match (server.store.sqlite(), server.store.postgres()) {
+        (Some(sqlite), _) => sqlx::query_scalar(sql).fetch_all(sqlite.pool()).await,
+        (_, Some(postgres)) => sqlx::query_scalar(sql).fetch_all(postgres.pool()).await,
+        _ => unreachable!("a store is SQLite or PostgreSQL"),
+    }
+    .expect("read the pieces")
+}
+
+/// Conversations kept before the index existed (the migration lists them in `search_backfill`)
+/// are indexed in the background after a start, into the same pieces a run's end writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversations_kept_before_the_index_are_indexed_after_a_start() {
+    let dir = test_dir();
+    let server = TestServer::start_in(dir.clone()).await;
+    scenarios(&server);
+    finished(&server, "work", "first question about otters").await;
+    finished(&server, "broken", "second question about beavers").await;
+    let indexed = pieces(&server).await;
+    assert!(indexed.len() >= 8, "{indexed:?}");
+    // As a database from before the index: no pieces, every conversation listed.
+    for sql in [
+        "DELETE FROM search_docs",
+        "INSERT INTO search_backfill SELECT id FROM conversations",
+    ] {
+        server
+            .store
+            .execute_as_writer(sql.into())
+            .await
+            .expect("forget the index");
+    }
+    assert_eq!(
+        server.count("SELECT COUNT(*) FROM search_backfill").await,
+        2
+    );
+    assert!(hits(&server, "tusks").await.is_empty());
+    server.stop().await;
+
+    let server = TestServer::start_in(dir).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while server.count("SELECT COUNT(*) FROM search_backfill").await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the backfill never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(
+        pieces(&server).await,
+        indexed,
+        "the same pieces as the runs wrote"
+    );
+    assert_eq!(hits(&server, "tusks").await.len(), 1);
+    assert_eq!(hits(&server, "tool:fail kaboom").await.len(), 1);
+    server.stop().await;
+}
+
+/// A step is searchable once the checkpoint after it lands, while its run still goes; the run's
+/// end replaces the step's piece, never adds a second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_finished_step_is_found_while_its_run_still_goes() {
+    let server = TestServer::start().await;
+    server.scenario(
+        "slow",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"reasoning": ["pondering narwhals at length"]},
+            {"tool_calls": [{"name": "grep_search", "args": {"query": "TODO"}}]},
+            {"pause_ms": 60000},
+            {"text": "never reached"}
+        ]}),
+    );
+    let started = server.start_run("scenario:slow", "a slow question").await;
+    let run_id = started["run_id"].as_str().expect("run id");
+    let mut events = server.subscribe(run_id, None).await;
+    events.until(|event| is_type(event, "tool_result")).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let (reasoning, tool) = loop {
+        let (reasoning, tool) = (
+            hits(&server, "narwhals").await,
+            hits(&server, "tool:grep_search").await,
+        );
+        if !reasoning.is_empty() && !tool.is_empty() {
+            break (reasoning, tool);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no step was indexed while the run went"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    assert_eq!(
+        (reasoning.len(), tool.len()),
+        (1, 1),
+        "{reasoning:?} {tool:?}"
+    );
+    assert_eq!(tool[0]["status"], "success");
+    assert_eq!(tool[0]["message_id"], started["message_id"]);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM agent_traces WHERE status = 'running'")
+            .await,
+        1,
+        "found while the run goes"
+    );
+
+    let (status, _) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    assert!(status < 300, "cancel: {status}");
+    events.collect().await;
+    assert_eq!(
+        hits(&server, "narwhals").await.len(),
+        1,
+        "replaced, not added"
+    );
+    assert_eq!(hits(&server, "tool:grep_search").await.len(), 1);
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deleted_conversation_and_a_redacted_value_are_never_found() {
     let dir = test_dir();

@@ -11,7 +11,7 @@
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
 
 use std::{
-    collections::HashMap,
+    collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard},
     time::Duration,
 };
@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use crate::store::{CheckpointChunk, Store};
+use crate::store::{search::finished_step_docs, CheckpointChunk, Store};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
@@ -50,6 +50,9 @@ pub struct Checkpointer {
 struct Tracked {
     run: Arc<Run>,
     saved: u64,
+    /// The run's finished steps counted at the last checkpoint that indexed them, and their ids.
+    steps_seen: u64,
+    indexed: HashSet<String>,
 }
 
 impl Checkpointer {
@@ -80,8 +83,15 @@ impl Checkpointer {
     }
 
     pub fn track(&self, run: Arc<Run>) {
-        self.tracked()
-            .insert(run.run_id.clone(), Tracked { run, saved: 0 });
+        self.tracked().insert(
+            run.run_id.clone(),
+            Tracked {
+                run,
+                saved: 0,
+                steps_seen: 0,
+                indexed: HashSet::new(),
+            },
+        );
     }
 
     /// Stops checkpointing the run. When this returns, no write of its events is in flight and none
@@ -120,33 +130,32 @@ impl Checkpointer {
     async fn write_once(self: &Arc<Self>) {
         // Gathering and joining thousands of runs' events takes milliseconds: on this thread, so
         // it holds up no run or stream on the async workers.
-        let (run_ids, chunks) = self.gather();
-        let mut pending = run_ids.into_iter().zip(chunks).peekable();
+        let (saved, chunks) = self.gather();
+        let mut pending = saved.into_iter().zip(chunks).peekable();
         // Several short writes rather than one long one: a run that ends (or starts) waits for
         // the writer's transaction in flight.
         while pending.peek().is_some() {
-            let batch: Vec<(String, CheckpointChunk)> =
+            let batch: Vec<(Saved, CheckpointChunk)> =
                 pending.by_ref().take(self.runs_per_transaction).collect();
             let _writing = self.writing.lock().await;
             // A run untracked since the gathering has closed its trace: none of its rows may follow.
-            let (run_ids, chunks): (Vec<String>, Vec<CheckpointChunk>) = {
+            let (saved, chunks): (Vec<Saved>, Vec<CheckpointChunk>) = {
                 let tracked = self.tracked();
                 batch
                     .into_iter()
-                    .filter(|(run_id, _)| tracked.contains_key(run_id))
+                    .filter(|(saved, _)| tracked.contains_key(&saved.run_id))
                     .unzip()
             };
             if chunks.is_empty() {
                 continue;
             }
-            let saved: Vec<u64> = chunks.iter().map(|chunk| chunk.last_seq).collect();
             let runs = chunks.len();
             match self.store.append_chunks(chunks).await {
                 Ok(()) => {
                     let mut tracked = self.tracked();
-                    for (run_id, last_seq) in run_ids.iter().zip(saved) {
-                        if let Some(entry) = tracked.get_mut(run_id) {
-                            entry.saved = last_seq;
+                    for saved in saved {
+                        if let Some(entry) = tracked.get_mut(&saved.run_id) {
+                            saved.apply(entry);
                         }
                     }
                 }
@@ -157,8 +166,9 @@ impl Checkpointer {
         }
     }
 
-    /// Each tracked run's events since its last checkpoint, and the ids of those runs.
-    fn gather(&self) -> (Vec<String>, Vec<CheckpointChunk>) {
+    /// Each tracked run's events since its last checkpoint (with its steps finished since, for
+    /// search), and what storing them moves forward.
+    fn gather(&self) -> (Vec<Saved>, Vec<CheckpointChunk>) {
         self.tracked()
             .iter()
             .filter_map(|(run_id, tracked)| {
@@ -167,9 +177,40 @@ impl Checkpointer {
                     return None;
                 }
                 let events = tracked.run.events_between(tracked.saved, up_to, usize::MAX);
-                let chunk = CheckpointChunk::new(&tracked.run.trace_id, &events)?;
-                Some((run_id.clone(), chunk))
+                let mut chunk = CheckpointChunk::new(&tracked.run.trace_id, &events)?;
+                let mut saved = Saved {
+                    run_id: run_id.clone(),
+                    last_seq: chunk.last_seq,
+                    steps_seen: None,
+                    indexed: Vec::new(),
+                };
+                // Only when a step has finished since: the message is cloned then, not per event.
+                if let Some((steps, message)) = tracked.run.finished_steps_since(tracked.steps_seen)
+                {
+                    chunk.docs = finished_step_docs(&message, &tracked.indexed);
+                    saved.steps_seen = Some(steps);
+                    saved.indexed = chunk.docs.iter().filter_map(|d| d.step.clone()).collect();
+                }
+                Some((saved, chunk))
             })
             .unzip()
+    }
+}
+
+/// What a stored chunk moves forward in its run's entry.
+struct Saved {
+    run_id: String,
+    last_seq: u64,
+    steps_seen: Option<u64>,
+    indexed: Vec<String>,
+}
+
+impl Saved {
+    fn apply(self, entry: &mut Tracked) {
+        entry.saved = self.last_seq;
+        if let Some(steps) = self.steps_seen {
+            entry.steps_seen = steps;
+        }
+        entry.indexed.extend(self.indexed);
     }
 }

@@ -105,6 +105,9 @@ struct Log {
     /// Set once the terminal event is stamped; later emits are dropped.
     closed: bool,
     overflowed: Option<Overflow>,
+    /// Reasoning parts completed and tool results so far: the checkpointer indexes the finished
+    /// steps for search when this moves.
+    steps_done: u64,
 }
 
 impl Run {
@@ -288,6 +291,12 @@ impl Run {
             return None;
         }
         log.reducer.apply(&event);
+        if matches!(
+            event.kind,
+            EventKind::ReasoningPartCompleted { .. } | EventKind::ToolResult { .. }
+        ) {
+            log.steps_done += 1;
+        }
         log.bytes += json.len();
         log.events.push(Arc::from(json));
         Some(seq)
@@ -498,6 +507,16 @@ impl Run {
     /// The message as the events so far build it.
     pub fn message(&self) -> Option<Message> {
         self.log().reducer.message().cloned()
+    }
+
+    /// How many steps (reasoning parts, tool calls) have finished so far, and the message when
+    /// that is more than `seen`: what the checkpointer indexes for search while the run goes.
+    pub fn finished_steps_since(&self, seen: u64) -> Option<(u64, Message)> {
+        let log = self.log();
+        if log.steps_done <= seen {
+            return None;
+        }
+        Some((log.steps_done, log.reducer.message()?.clone()))
     }
 }
 

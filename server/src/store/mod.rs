@@ -205,6 +205,12 @@ impl Store {
         on_backend!(self, search(owner_id, query))
     }
 
+    /// Indexes up to `limit` conversations kept before the search index existed (each in the
+    /// write that takes it off the list): how many it took. See [`search::backfill`].
+    pub async fn backfill_search(&self, limit: usize, now: &str) -> Result<usize> {
+        on_backend!(self, backfill_search(limit, now.to_owned()))
+    }
+
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
         on_backend!(self, get_conversation(owner_id, id))
     }

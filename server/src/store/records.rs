@@ -77,6 +77,9 @@ pub struct CheckpointChunk {
     pub first_seq: u64,
     pub last_seq: u64,
     pub events_json: String,
+    /// Steps of the run finished since its last checkpoint, indexed for search in the same
+    /// transaction (their message's owner and conversation are the trace's).
+    pub docs: Vec<crate::store::search::SearchDoc>,
 }
 
 impl CheckpointChunk {
@@ -90,6 +93,7 @@ impl CheckpointChunk {
             first_seq,
             last_seq,
             events_json: join_json_array(&json),
+            docs: Vec::new(),
         })
     }
 }

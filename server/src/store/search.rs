@@ -5,7 +5,7 @@
 //! reads them with its own full-text match, built from quoted terms, never from the raw query.
 
 use app::models::SearchHit;
-use app::protocol::{Message, Segment};
+use app::protocol::{Message, MessageStatus, Role, Segment, ToolCallStatus};
 
 use crate::error::{Error, Result};
 
@@ -175,40 +175,153 @@ pub fn question_doc(message: &Message, model: &str) -> SearchDoc {
 /// A finished assistant message's pieces: its answer (every text segment), each reasoning block
 /// and each tool call (name, arguments, output, error), from the message as stored (redacted).
 pub fn answer_docs(message: &Message) -> Vec<SearchDoc> {
-    let mut docs = Vec::new();
-    for segment in &message.segments {
-        match segment {
-            Segment::Reasoning(reasoning) if !reasoning.combined_text.trim().is_empty() => {
-                let mut doc = SearchDoc::of("reasoning", message, reasoning.combined_text.clone());
-                doc.step = Some(reasoning.id.clone());
-                docs.push(doc);
-            }
-            Segment::ToolCall(call) => {
-                let args = match &call.args {
-                    serde_json::Value::Null => call.args_text.clone(),
-                    args => args.to_string(),
-                };
-                let mut body = format!("{}\n{args}\n{}", call.name, call.output);
-                if let Some(error) = &call.error {
-                    body.push('\n');
-                    body.push_str(&error.message);
-                }
-                let mut doc = SearchDoc::of("tool", message, body);
-                doc.step = Some(call.call_id.clone());
-                doc.tool = Some(call.name.clone());
-                doc.status = serde_json::to_value(call.status)
-                    .ok()
-                    .and_then(|status| status.as_str().map(str::to_owned));
-                docs.push(doc);
-            }
-            _ => {}
-        }
-    }
+    let mut docs: Vec<SearchDoc> = message
+        .segments
+        .iter()
+        .filter_map(|segment| step_doc(message, segment))
+        .collect();
     let answer = message.text();
     if !answer.trim().is_empty() {
         docs.push(SearchDoc::of("answer", message, answer));
     }
     docs
+}
+
+/// Every piece of a stored conversation, for the backfill of conversations kept before the index
+/// existed: its title, each question (with the model its answer used) and each ended answer.
+/// Answers still streaming are left to their run's end (and their checkpoints).
+pub fn conversation_docs(
+    title: &str,
+    model: &str,
+    messages: &[Message],
+    now: &str,
+) -> Vec<SearchDoc> {
+    let created = messages
+        .first()
+        .map_or(now, |first| first.created_at.as_str());
+    let mut docs = vec![title_doc(title, created)];
+    for (index, message) in messages.iter().enumerate() {
+        match message.role {
+            Role::User => {
+                let answered_by = messages
+                    .get(index + 1)
+                    .filter(|next| next.role == Role::Assistant && !next.model.is_empty())
+                    .map_or(model, |next| next.model.as_str());
+                docs.push(question_doc(message, answered_by));
+            }
+            Role::Assistant if message.status != MessageStatus::Streaming => {
+                docs.extend(answer_docs(message));
+            }
+            Role::Assistant => {}
+        }
+    }
+    docs
+}
+
+/// The messages that decode; a damaged one is logged and left out of the index, so it cannot
+/// stop the backfill (the conversation page reports it as before).
+pub(super) fn decodable(
+    conversation_id: &str,
+    messages: impl Iterator<Item = Result<Message>>,
+) -> Vec<Message> {
+    messages
+        .filter_map(|message| {
+            message
+                .map_err(|error| {
+                    tracing::warn!(conversation_id, %error, "search backfill skips a damaged message")
+                })
+                .ok()
+        })
+        .collect()
+}
+
+/// Conversations each write of the backfill indexes: a long one is thousands of pieces, and runs'
+/// writes wait for the write in flight.
+const BACKFILL_PER_WRITE: usize = 4;
+
+/// Indexes, in the background after a start, the conversations kept before the index existed
+/// (listed in `search_backfill` by the migration that made it), a few per write, until none is
+/// left. On PostgreSQL instances share the list. A failing write is tried again a minute later.
+pub async fn backfill(store: super::Store) {
+    let mut indexed = 0;
+    loop {
+        let now = crate::stamps::now_rfc3339();
+        match store.backfill_search(BACKFILL_PER_WRITE, &now).await {
+            Ok(0) => break,
+            Ok(taken) => {
+                indexed += taken;
+                // Room for the runs' own writes between two of these.
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "search backfill failed; trying again in a minute");
+                tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            }
+        }
+    }
+    if indexed > 0 {
+        tracing::info!(
+            indexed,
+            "search indexed the conversations kept before its index"
+        );
+    }
+}
+
+/// The pieces of a running message's steps that have finished (a reasoning block completed, a
+/// tool call with its result) and are not in `indexed`: what a checkpoint adds to the index. The
+/// run's end replaces them with [`answer_docs`].
+pub fn finished_step_docs(
+    message: &Message,
+    indexed: &std::collections::HashSet<String>,
+) -> Vec<SearchDoc> {
+    message
+        .segments
+        .iter()
+        .filter(|segment| match segment {
+            Segment::Reasoning(reasoning) => reasoning.completed_at.is_some(),
+            Segment::ToolCall(call) => !matches!(
+                call.status,
+                ToolCallStatus::Running | ToolCallStatus::AwaitingApproval
+            ),
+            _ => false,
+        })
+        .filter_map(|segment| step_doc(message, segment))
+        .filter(|doc| {
+            doc.step
+                .as_ref()
+                .is_some_and(|step| !indexed.contains(step))
+        })
+        .collect()
+}
+
+/// One reasoning block or tool call as a piece (none for other segments or empty reasoning).
+fn step_doc(message: &Message, segment: &Segment) -> Option<SearchDoc> {
+    match segment {
+        Segment::Reasoning(reasoning) if !reasoning.combined_text.trim().is_empty() => {
+            let mut doc = SearchDoc::of("reasoning", message, reasoning.combined_text.clone());
+            doc.step = Some(reasoning.id.clone());
+            Some(doc)
+        }
+        Segment::ToolCall(call) => {
+            let args = match &call.args {
+                serde_json::Value::Null => call.args_text.clone(),
+                args => args.to_string(),
+            };
+            let mut body = format!("{}\n{args}\n{}", call.name, call.output);
+            if let Some(error) = &call.error {
+                body.push('\n');
+                body.push_str(&error.message);
+            }
+            let mut doc = SearchDoc::of("tool", message, body);
+            doc.step = Some(call.call_id.clone());
+            doc.tool = Some(call.name.clone());
+            doc.status = serde_json::to_value(call.status)
+                .ok()
+                .and_then(|status| status.as_str().map(str::to_owned));
+            Some(doc)
+        }
+        _ => None,
+    }
 }
 
 fn capped(mut body: String) -> String {

@@ -8,9 +8,20 @@ use sqlx::PgConnection;
 
 use super::{pg_text, PgStore};
 use crate::error::Result;
-use crate::store::search::{answer_docs, SearchDoc, SearchQuery, SearchRow, MAX_HITS};
+use crate::store::decode_message;
+use crate::store::search::{
+    answer_docs, conversation_docs, decodable, SearchDoc, SearchQuery, SearchRow, MAX_HITS,
+};
 
 impl PgStore {
+    /// See [`crate::store::Store::backfill_search`]. Instances sharing the database take
+    /// different conversations (`SKIP LOCKED`).
+    pub async fn backfill_search(&self, limit: usize, now: String) -> Result<usize> {
+        self.writer
+            .write(move |connection| Box::pin(backfill_in(connection, limit, now)))
+            .await
+    }
+
     /// The owner's pieces matching `query`, newest (last indexed) first.
     pub async fn search(&self, owner_id: &str, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         let mut sql = String::from(
@@ -87,14 +98,7 @@ pub(super) async fn index_answer(
     trace_id: &str,
     message: &Message,
 ) -> Result<()> {
-    let owner: Option<(String, String)> = sqlx::query_as(
-        "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
-         WHERE t.trace_id = $1",
-    )
-    .bind(trace_id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    let Some((owner_id, conversation_id)) = owner else {
+    let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id).await? else {
         return Ok(());
     };
     sqlx::query("DELETE FROM search_docs WHERE message_id = $1")
@@ -102,6 +106,34 @@ pub(super) async fn index_answer(
         .execute(&mut *tx)
         .await?;
     insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message)).await
+}
+
+/// Indexes steps a running trace has finished since its last checkpoint.
+pub(super) async fn index_steps(
+    tx: &mut PgConnection,
+    trace_id: &str,
+    docs: &[SearchDoc],
+) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    match trace_owner(tx, trace_id).await? {
+        Some((owner_id, conversation_id)) => {
+            insert_docs(tx, &owner_id, &conversation_id, docs).await
+        }
+        None => Ok(()),
+    }
+}
+
+/// The owner and conversation of a trace.
+async fn trace_owner(tx: &mut PgConnection, trace_id: &str) -> Result<Option<(String, String)>> {
+    Ok(sqlx::query_as(
+        "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+         WHERE t.trace_id = $1",
+    )
+    .bind(trace_id)
+    .fetch_optional(&mut *tx)
+    .await?)
 }
 
 /// A renamed conversation's title piece.
@@ -116,4 +148,49 @@ pub(super) async fn retitle(
         .execute(&mut *tx)
         .await?;
     Ok(())
+}
+
+/// Takes up to `limit` conversations off the backfill list, indexing each.
+async fn backfill_in(tx: &mut PgConnection, limit: usize, now: String) -> Result<usize> {
+    let ids: Vec<String> = sqlx::query_scalar(
+        "DELETE FROM search_backfill WHERE conversation_id IN
+             (SELECT conversation_id FROM search_backfill LIMIT $1 FOR UPDATE SKIP LOCKED)
+         RETURNING conversation_id",
+    )
+    .bind(limit as i64)
+    .fetch_all(&mut *tx)
+    .await?;
+    for id in &ids {
+        reindex_conversation(tx, id, &now).await?;
+    }
+    Ok(ids.len())
+}
+
+/// Replaces a conversation's pieces with those of what it stores (a streaming answer's pieces
+/// are its run's to write, and stay).
+async fn reindex_conversation(tx: &mut PgConnection, id: &str, now: &str) -> Result<()> {
+    let conversation: Option<(String, String, String)> =
+        sqlx::query_as("SELECT owner_id, title, model FROM conversations WHERE id = $1 FOR UPDATE")
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+    let Some((owner_id, title, model)) = conversation else {
+        return Ok(());
+    };
+    let bodies: Vec<String> = sqlx::query_scalar(
+        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+    )
+    .bind(id)
+    .fetch_all(&mut *tx)
+    .await?;
+    let messages = decodable(id, bodies.into_iter().map(decode_message));
+    sqlx::query(
+        "DELETE FROM search_docs WHERE conversation_id = $1 AND (message_id IS NULL OR message_id NOT IN
+             (SELECT id FROM messages WHERE conversation_id = $1 AND status = 'streaming'))",
+    )
+    .bind(id)
+    .execute(&mut *tx)
+    .await?;
+    let docs = conversation_docs(&title, &model, &messages, now);
+    insert_docs(tx, &owner_id, id, &docs).await
 }

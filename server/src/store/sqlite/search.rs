@@ -8,9 +8,18 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::SqliteStore;
 use crate::error::Result;
-use crate::store::search::{answer_docs, SearchDoc, SearchQuery, SearchRow, MAX_HITS};
+use crate::store::decode_message;
+use crate::store::search::{
+    answer_docs, conversation_docs, decodable, SearchDoc, SearchQuery, SearchRow, MAX_HITS,
+};
 
 impl SqliteStore {
+    /// See [`crate::store::Store::backfill_search`].
+    pub async fn backfill_search(&self, limit: usize, now: String) -> Result<usize> {
+        self.write(move |connection| backfill_in(connection, limit, &now))
+            .await
+    }
+
     /// The owner's pieces matching `query`, newest (last indexed) first.
     pub async fn search(&self, owner_id: &str, query: &SearchQuery) -> Result<Vec<SearchHit>> {
         let sql = match query.fts5_match() {
@@ -79,21 +88,36 @@ pub(super) fn insert_docs(
     Ok(())
 }
 
-/// Indexes a finished assistant message (replacing what a retried end wrote).
+/// Indexes a finished assistant message (replacing what a retried end or its checkpoints wrote).
 pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -> Result<()> {
-    let owner: Option<(String, String)> = tx
-        .prepare_cached(
-            "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
-             WHERE t.trace_id = ?",
-        )?
-        .query_row(params![trace_id], |row| Ok((row.get(0)?, row.get(1)?)))
-        .optional()?;
-    let Some((owner_id, conversation_id)) = owner else {
+    let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id)? else {
         return Ok(());
     };
     tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ?")?
         .execute(params![message.id])?;
     insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message))
+}
+
+/// Indexes steps a running trace has finished since its last checkpoint.
+pub(super) fn index_steps(tx: &Connection, trace_id: &str, docs: &[SearchDoc]) -> Result<()> {
+    if docs.is_empty() {
+        return Ok(());
+    }
+    match trace_owner(tx, trace_id)? {
+        Some((owner_id, conversation_id)) => insert_docs(tx, &owner_id, &conversation_id, docs),
+        None => Ok(()),
+    }
+}
+
+/// The owner and conversation of a trace.
+fn trace_owner(tx: &Connection, trace_id: &str) -> Result<Option<(String, String)>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT c.owner_id, c.id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             WHERE t.trace_id = ?",
+        )?
+        .query_row(params![trace_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .optional()?)
 }
 
 /// A renamed conversation's title piece.
@@ -103,4 +127,44 @@ pub(super) fn retitle(tx: &Connection, conversation_id: &str, title: &str) -> Re
     )?
     .execute(params![title, conversation_id])?;
     Ok(())
+}
+
+/// Takes up to `limit` conversations off the backfill list, indexing each.
+fn backfill_in(tx: &Connection, limit: usize, now: &str) -> Result<usize> {
+    let ids = tx
+        .prepare_cached("SELECT conversation_id FROM search_backfill LIMIT ?")?
+        .query_map(params![limit as i64], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    for id in &ids {
+        reindex_conversation(tx, id, now)?;
+        tx.prepare_cached("DELETE FROM search_backfill WHERE conversation_id = ?")?
+            .execute(params![id])?;
+    }
+    Ok(ids.len())
+}
+
+/// Replaces a conversation's pieces with those of what it stores (a streaming answer's pieces
+/// are its run's to write, and stay).
+fn reindex_conversation(tx: &Connection, id: &str, now: &str) -> Result<()> {
+    let Some((owner_id, title, model)): Option<(String, String, String)> = tx
+        .prepare_cached("SELECT owner_id, title, model FROM conversations WHERE id = ?")?
+        .query_row(params![id], |row| {
+            Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+        })
+        .optional()?
+    else {
+        return Ok(());
+    };
+    let bodies = tx
+        .prepare_cached("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")?
+        .query_map(params![id], |row| row.get::<_, String>(0))?
+        .collect::<rusqlite::Result<Vec<String>>>()?;
+    let messages = decodable(id, bodies.into_iter().map(decode_message));
+    tx.prepare_cached(
+        "DELETE FROM search_docs WHERE conversation_id = ?1 AND (message_id IS NULL OR message_id NOT IN
+             (SELECT id FROM messages WHERE conversation_id = ?1 AND status = 'streaming'))",
+    )?
+    .execute(params![id])?;
+    let docs = conversation_docs(&title, &model, &messages, now);
+    insert_docs(tx, &owner_id, id, &docs)
 }
