@@ -424,8 +424,25 @@ async fn bad_queries_answer_a_clear_error_or_a_sensible_result() {
     server.stop().await;
 }
 
+/// One trace of 100 stored events (text deltas of a realistic size) per bench conversation.
+fn bench_traces(numbers: &str, time: &str) -> String {
+    let events: Vec<String> = (1..=100)
+        .map(|seq| {
+            format!(
+                r#"{{"seq":{seq},"run_id":"run","ts":"2026-01-01T00:00:00.000Z","type":"text_delta","segment_id":"txt_1","sequence_number":2,"delta":"some words of an answer that streams {seq} "}}"#
+            )
+        })
+        .collect();
+    format!(
+        "{numbers} INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, events, started_at, completed_at, status, created_at)
+         SELECT 'trace-' || i, 'run-' || i, 'bench-' || i, 'msg-' || i, 'q-' || i, 'demo', '[{}]', {time}, {time}, 'completed', {time} FROM n",
+        events.join(",")
+    )
+}
+
 /// Search's speed over 10,000 conversations of one user with 12 indexed pieces each (120,000
-/// rows, bodies of about 300 characters), through HTTP: p50 and p99 of 200 searches per query.
+/// rows, bodies of about 300 characters) and a trace of 100 events each (1,000,000 events),
+/// through HTTP: p50 and p99 of 200 searches per query.
 /// A benchmark, not a check: `cargo test -p server --test search -- --ignored --nocapture
 /// search_speed` (with `GLASSBOX_TEST_STORE=postgres` for PostgreSQL).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -484,6 +501,16 @@ async fn search_speed() {
             .expect("analyze");
     }
     println!("indexed 120,000 pieces in {:?}", started.elapsed());
+    let started = std::time::Instant::now();
+    server
+        .store
+        .execute_as_writer(bench_traces(numbers, time))
+        .await
+        .expect("traces");
+    println!(
+        "stored 10,000 traces of 100 events (1,000,000 events) in {:?}",
+        started.elapsed()
+    );
     for q in [
         "common",
         "topic7",
@@ -509,6 +536,73 @@ async fn search_speed() {
             times[100],
             times[197]
         );
+    }
+    server.stop().await;
+}
+
+/// The longest time between two of the next `count` events of `stream`.
+async fn longest_gap(mut stream: SseStream, count: usize) -> (std::time::Duration, SseStream) {
+    let mut longest = std::time::Duration::ZERO;
+    let mut last = std::time::Instant::now();
+    for _ in 0..count {
+        if stream.next_event().await.is_none() {
+            break;
+        }
+        longest = longest.max(last.elapsed());
+        last = std::time::Instant::now();
+    }
+    (longest, stream)
+}
+
+/// Deleting a conversation of 10,000 events (one run of 10,000 text deltas, stored as a run
+/// stores them, with its pieces) while another conversation streams an event every 20 ms: the
+/// delete's time, and the longest gap between the stream's events meanwhile, three times.
+/// A benchmark, not a check: `cargo test -p server --test search -- --ignored --nocapture
+/// delete_speed` (with `GLASSBOX_TEST_STORE=postgres` for PostgreSQL).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "a benchmark: run it with --ignored --nocapture"]
+async fn delete_speed() {
+    let server = TestServer::start().await;
+    server.scenario(
+        "big",
+        json!({"delta_interval_ms": 0, "delta_chars": 4, "steps": [{"text": "word ".repeat(10_000)}]}),
+    );
+    server.scenario(
+        "ticking",
+        json!({"delta_interval_ms": 20, "steps": [{"clock_text": 400}]}),
+    );
+    for round in 0..3 {
+        let big = finished(&server, "big", "a long answer").await;
+        let trace = big["trace_id"].as_str().expect("trace");
+        let (_, stored) = server.get_json(&format!("/api/traces/{trace}")).await;
+        let events = stored["events"].as_array().map_or(0, Vec::len);
+        let ticking = server.start_run("scenario:ticking", "tick").await;
+        let mut stream = server
+            .subscribe(ticking["run_id"].as_str().expect("run"), None)
+            .await;
+        stream.until(|event| is_type(event, "text_delta")).await;
+        let (before, mut stream) = longest_gap(stream, 25).await;
+        let watch = tokio::spawn(async move { longest_gap(stream, 50).await });
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        let path = format!(
+            "/api/conversations/{}",
+            big["conversation_id"].as_str().expect("id")
+        );
+        let started = std::time::Instant::now();
+        let (status, _) = server.send_json(Method::DELETE, &path, None).await;
+        let took = started.elapsed();
+        assert_eq!(status, 204);
+        let (longest, _stream) = watch.await.expect("watch");
+        println!("round {round}: {events} events deleted in {took:.2?}; longest gap of the other stream (20 ms apart) {longest:.2?}, {before:.2?} before");
+        server
+            .post_json(
+                &format!(
+                    "/api/runs/{}/cancel",
+                    ticking["run_id"].as_str().expect("run")
+                ),
+                json!({}),
+            )
+            .await;
     }
     server.stop().await;
 }
