@@ -1,5 +1,6 @@
 // Managing conversations (issue 35): rename inline in the sidebar and from the header, archive and
-// unarchive, delete after a confirmation, delete all from the settings. Each action is checked
+// unarchive, delete after a confirmation (refused, with the server's reason, while a run goes),
+// delete all from the settings. Each action is checked
 // again after a reload (the server's render, then hydration) with no console or hydration problem.
 
 import { test, before, after } from 'node:test';
@@ -12,7 +13,10 @@ let browser;
 
 before(async () => {
   server = await startServer({
-    scenarios: { quick: { delta_interval_ms: 0, steps: [{ text: 'a quick answer' }] } },
+    scenarios: {
+      quick: { delta_interval_ms: 0, steps: [{ text: 'a quick answer' }] },
+      slow: { delta_interval_ms: 0, steps: [{ text: 'started' }, { pause_ms: 60000 }, { text: 'never' }] },
+    },
   });
   browser = await launchBrowser();
 });
@@ -126,6 +130,28 @@ test('a conversation is deleted after a confirmation; the open one goes back to 
   const gone = await fetch(`${server.url}/api/conversations/${id}`);
   assert.equal(gone.status, 404);
   assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a conversation whose run is going is not deleted: the server\'s reason shows, and it stays', async () => {
+  const started = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ content: 'still running here', model: 'scenario:slow' }),
+  }).then((response) => response.json());
+  const { page, context, problems } = await open('/');
+  await menu(page, 'still running here', 'Delete');
+  await item(page, 'still running here').getByRole('alertdialog').getByRole('button', { name: 'Delete' }).click();
+  const refused = item(page, 'still running here').locator('.item-error');
+  await refused.waitFor();
+  assert.match(await refused.innerText(), /Could not delete: .*(running|going|Stop)/i);
+  await reload(page);
+  await item(page, 'still running here').waitFor();
+  const kept = await fetch(`${server.url}/api/conversations/${started.conversation_id}`);
+  assert.equal(kept.status, 200);
+  await fetch(`${server.url}/api/runs/${started.run_id}/cancel`, { method: 'POST' });
+  // The refusal is the expected 409; only it may show as a failed request in the console.
+  assert.deepEqual(problems.filter((problem) => !/409/.test(problem)), []);
   await context.close();
 });
 

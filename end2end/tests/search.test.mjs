@@ -1,7 +1,8 @@
 // Search (issue 35): `/` focuses the sidebar's search box (not while typing in a field), a word
 // finds a tool's output with the match marked, and the hit opens its conversation with that tool
 // call expanded and in view, again after a reload (the server's render, then hydration), with no
-// console or hydration problem.
+// console or hydration problem; typing asks once the keys pause; a hit in an older page (not
+// loaded yet) loads the pages down to it.
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -25,6 +26,7 @@ before(async () => {
           { text: 'Found the manifest.' },
         ],
       },
+      short: { delta_interval_ms: 0, steps: [{ text: 'Noted.' }] },
       long: { delta_interval_ms: 0, delta_chars: 4000, steps: [{ text: `${filler}\n\n`.repeat(30) }] },
     },
   });
@@ -81,12 +83,18 @@ test('/ focuses the search box, a word finds a tool output, and its hit opens th
   await page.evaluate(() => document.activeElement?.blur());
   await page.keyboard.press('/');
   assert.equal(await page.evaluate(() => document.activeElement?.id), 'search-input');
+  // Typing asks once the keys pause, not once per key.
+  const asked = [];
+  page.on('request', (request) => {
+    if (new URL(request.url()).pathname === '/api/search') asked.push(request.url());
+  });
   await page.keyboard.type('Zeppelin');
 
   const hit = page.locator('#sidebar .search-hit[data-kind="tool"]');
   await hit.waitFor();
   assert.equal(await page.locator('#sidebar .search-hit').count(), 1);
   assert.equal((await hit.locator('mark').innerText()).toLowerCase(), 'zeppelin');
+  assert.ok(asked.length <= 2, `one search for the word typed, not one per key: ${asked.join(' ')}`);
   assert.match(await hit.innerText(), /tool read_file/);
   await hit.click();
 
@@ -123,5 +131,31 @@ test('a search that finds nothing says so, and a bad query shows the server\'s m
   await page.locator('#sidebar .search-error').waitFor();
   // The error is the expected 422; only it may show as a failed request in the console.
   assert.deepEqual(problems.filter((problem) => !/422/.test(problem)), []);
+  await context.close();
+});
+
+test('a hit in a page not loaded yet loads the pages down to it and shows it', async () => {
+  const first = await run('where did the quokka go', 'scenario:short');
+  for (let turn = 0; turn < 14; turn += 1) {
+    await run(`follow-up number ${turn}`, 'scenario:short', first.conversation_id);
+  }
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/`);
+  await waitForHydration(page);
+  await page.locator('#search-input').fill('quokka');
+  const hit = page.locator('#sidebar .search-hit[data-kind="question"]');
+  await hit.waitFor();
+  await hit.click();
+  await page.waitForURL((url) => url.searchParams.get('m') === first.user_message_id);
+  const question = `article[data-message-id="${first.user_message_id}"]`;
+  await page.locator(question).waitFor({ timeout: 10000 });
+  assert.ok(await inView(page, question), 'the question from an older page is in view');
+
+  // Opened directly (the server's render has only the newest page): the same.
+  await page.goto(`${server.url}/c/${first.conversation_id}?m=${first.user_message_id}`);
+  await waitForHydration(page);
+  await page.locator(question).waitFor({ timeout: 10000 });
+  assert.ok(await inView(page, question), 'in view when opened by its link');
+  assert.deepEqual(problems, []);
   await context.close();
 });

@@ -219,6 +219,14 @@ impl FollowBottom {
         }
     }
 
+    /// Stops following before the list is moved on the reader's behalf (to a search hit): the
+    /// heights settling afterwards must not pull it back to the end.
+    pub fn leave(&self) {
+        if self.shared.list.scroll_height() > self.shared.list.client_height() {
+            self.shared.set_following(false);
+        }
+    }
+
     /// Goes to the end and follows again: the reader sent a question or asked to jump there.
     pub fn jump(&self) {
         self.shared.set_following(true);

@@ -50,6 +50,8 @@ pub struct ChatState {
     pub entries: RwSignal<Vec<Entry>>,
     /// How many older messages are not loaded yet.
     pub earlier: RwSignal<usize>,
+    /// Bumped to load the next older page where the reader is not (a search hit in it).
+    pub earlier_wanted: RwSignal<u32>,
     /// The run being followed.
     pub live_run: RwSignal<Option<LiveRun>>,
     /// A problem with the connection, shown with a retry.
@@ -83,6 +85,7 @@ impl ChatState {
             conversation_id: RwSignal::new(conversation_id),
             entries: RwSignal::new(messages.iter().map(Entry::new).collect()),
             earlier: RwSignal::new(earlier),
+            earlier_wanted: RwSignal::new(0),
             live_run: RwSignal::new(live_run),
             connection_error: RwSignal::new(None),
             conversations_changed,

@@ -15,9 +15,9 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
     // The reader scrolled up, away from the end: "jump to the end" shows.
     let away = RwSignal::new(false);
     #[cfg(feature = "hydrate")]
-    let jump = follow(state, section, content, away);
+    let (jump, leave) = follow(state, section, content, away);
     #[cfg(feature = "hydrate")]
-    reveal_on_open(state);
+    reveal_on_open(state, leave);
     #[cfg(not(feature = "hydrate"))]
     let jump = || {};
     view! {
@@ -56,9 +56,11 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
 }
 
 /// Opened from a search hit (`?m=MESSAGE&step=STEP`): once the message is on the page, opens the
-/// step and scrolls it into view, once per target (again after a reload, which keeps the query).
+/// step and scrolls it into view, once per target (again after a reload, which keeps the query);
+/// when it is in an older page, loads the pages down to it first. `leave` stops the list
+/// following its end, which the reader now is away from.
 #[cfg(feature = "hydrate")]
-fn reveal_on_open(state: ChatState) {
+fn reveal_on_open(state: ChatState, leave: impl Fn() + Copy + 'static) {
     let query = leptos_router::hooks::use_query_map();
     let revealed = StoredValue::new(None::<(String, Option<String>)>);
     Effect::new(move |_| {
@@ -73,10 +75,22 @@ fn reveal_on_open(state: ChatState) {
         // After the entries are drawn (and the list has gone to its end).
         leptos::leptos_dom::helpers::set_timeout(
             move || {
-                if revealed.with_value(|done| done.as_ref() != Some(&target))
-                    && super::search::reveal_search_target(&target.0, target.1.as_deref())
+                if revealed.with_value(|done| done.as_ref() == Some(&target)) {
+                    return;
+                }
+                if let Some(found) =
+                    super::search::find_search_target(&target.0, target.1.as_deref())
                 {
+                    leave();
+                    super::search::reveal_search_target(&found);
                     revealed.set_value(Some(target));
+                } else if state.earlier.get_untracked() > 0
+                    && !state.entries.with_untracked(|entries| {
+                        entries.iter().any(|entry| entry.id() == target.0)
+                    })
+                {
+                    // In an older page: load it (the entries change and this runs again).
+                    state.earlier_wanted.update(|n| *n += 1);
                 }
             },
             std::time::Duration::from_millis(50),
@@ -85,14 +99,15 @@ fn reveal_on_open(state: ChatState) {
 }
 
 /// Keeps the list at its end while the reader is there (see `follow_bottom`), and goes back to
-/// it when they send a question. Returns what "jump to the end" does.
+/// it when they send a question. Returns what "jump to the end" does, and what stops following
+/// before the list is moved to a search hit.
 #[cfg(feature = "hydrate")]
 fn follow(
     state: ChatState,
     section: NodeRef<leptos::html::Section>,
     content: NodeRef<leptos::html::Div>,
     away: RwSignal<bool>,
-) -> impl Fn() + Copy + 'static {
+) -> (impl Fn() + Copy + 'static, impl Fn() + Copy + 'static) {
     use super::follow_bottom::FollowBottom;
     let follower = StoredValue::new_local(None::<FollowBottom>);
     Effect::new(move |_| {
@@ -118,9 +133,15 @@ fn follow(
     on_cleanup(move || {
         let _ = follower.try_update_value(|follower| follower.take());
     });
-    move || {
-        jump();
-    }
+    let leave = move || {
+        follower.with_value(|f| f.as_ref().map(FollowBottom::leave));
+    };
+    (
+        move || {
+            jump();
+        },
+        leave,
+    )
 }
 
 /// A long conversation opens on its newest messages; older ones load a page at a time, when the
@@ -129,14 +150,15 @@ fn follow(
 fn EarlierMessages(state: ChatState) -> impl IntoView {
     let loading = RwSignal::new(false);
     let button = NodeRef::<leptos::html::Button>::new();
-    let load = move || {
+    // `keep`: the messages on screen stay where they are, as the reader is reading them.
+    let load_page = move |keep: bool| {
         let (Some(id), before) = (
             state.conversation_id.get_untracked(),
             state.earlier.get_untracked(),
         ) else {
             return;
         };
-        if loading.get_untracked() {
+        if loading.get_untracked() || before == 0 {
             return;
         }
         loading.set(true);
@@ -144,12 +166,14 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
         leptos::task::spawn_local(async move {
             match crate::api::get_conversation(id, Some(before)).await {
                 Ok(Some(page)) => {
-                    // The messages on screen stay where they are; the new ones go in above them.
-                    // (Scroll anchoring does not do it at the very top, where this happens.)
-                    let keep = KeepPlace::take(button.get_untracked());
+                    // The new ones go in above. (Scroll anchoring does not keep the place at the
+                    // very top, where this happens.)
+                    let held = keep
+                        .then(|| KeepPlace::take(button.get_untracked()))
+                        .flatten();
                     state.prepend(&page.messages, page.earlier);
-                    if let Some(keep) = keep {
-                        keep.hold();
+                    if let Some(held) = held {
+                        held.hold();
                     }
                 }
                 Ok(None) => state
@@ -162,8 +186,17 @@ fn EarlierMessages(state: ChatState) -> impl IntoView {
             loading.set(false);
         });
         #[cfg(not(feature = "hydrate"))]
-        let _ = (id, before);
+        let _ = (id, before, keep);
     };
+    let load = move || load_page(true);
+    // Asked for elsewhere (a search hit further back): no place to keep.
+    Effect::new(move |seen: Option<u32>| {
+        let wanted = state.earlier_wanted.get();
+        if seen.is_some_and(|seen| seen != wanted) {
+            load_page(false);
+        }
+        wanted
+    });
     #[cfg(feature = "hydrate")]
     load_when_visible(button, loading, load);
     view! {

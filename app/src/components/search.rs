@@ -1,7 +1,7 @@
 //! The search box of the sidebar (issue 35): `/` focuses it (unless one is typing in a field),
-//! each change searches the user's conversations (`GET /api/search`), and each hit links to its
-//! conversation at the message and step (`?m=…&step=…`, which `reveal_search_target` opens and
-//! scrolls to). A hit's snippet is text: its marks become `<mark>` elements around text nodes,
+//! each change searches the user's conversations once typing pauses (`GET /api/search`), and
+//! each hit links to its conversation at the message and step (`?m=…&step=…`, which
+//! `reveal_search_target` opens and scrolls to). A hit's snippet is text: its marks become `<mark>` elements around text nodes,
 //! never markup from the stored text.
 
 use leptos::prelude::*;
@@ -56,19 +56,20 @@ pub fn SearchBox() -> impl IntoView {
     let asked = StoredValue::new(0u64);
     #[cfg(feature = "hydrate")]
     slash_focuses(input);
-    let search = move |query: String| {
+    let search = move |query: String, wait: std::time::Duration| {
         asked.update_value(|n| *n += 1);
         if query.trim().is_empty() {
             found.set(Found::Nothing);
         } else {
-            ask(query, asked, found);
+            ask(query, asked, found, wait);
         }
     };
-    let on_input = move |event: leptos::ev::Event| search(event_target_value(&event));
+    // Typing asks once the keys pause; Enter asks at once.
+    let on_input = move |event: leptos::ev::Event| search(event_target_value(&event), TYPING_PAUSE);
     let on_submit = move |event: leptos::ev::SubmitEvent| {
         event.prevent_default();
         if let Some(input) = input.get_untracked() {
-            search(input.value());
+            search(input.value(), std::time::Duration::ZERO);
         }
     };
     let on_keydown = move |event: leptos::ev::KeyboardEvent| {
@@ -96,25 +97,44 @@ pub fn SearchBox() -> impl IntoView {
     }
 }
 
-/// Searches for `query` in the browser; the answer counts only if no newer search was asked.
+/// How long typing must pause before a search is asked: one request per word typed, not per key.
+const TYPING_PAUSE: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// Searches for `query` in the browser after `wait`, unless a newer search was asked by then;
+/// the answer counts only if no newer search was asked meanwhile.
 #[cfg(feature = "hydrate")]
-fn ask(query: String, asked: StoredValue<u64>, found: RwSignal<Found>) {
+fn ask(query: String, asked: StoredValue<u64>, found: RwSignal<Found>, wait: std::time::Duration) {
     let mine = asked.get_value();
-    leptos::task::spawn_local(async move {
-        let answer = crate::client::search(&query).await;
+    let go = move || {
         if asked.get_value() != mine {
             return;
         }
-        found.set(match answer {
-            Ok(results) => Found::Hits(results.results),
-            Err(error) => Found::Failed(error.to_string()),
+        leptos::task::spawn_local(async move {
+            let answer = crate::client::search(&query).await;
+            if asked.get_value() != mine {
+                return;
+            }
+            found.set(match answer {
+                Ok(results) => Found::Hits(results.results),
+                Err(error) => Found::Failed(error.to_string()),
+            });
         });
-    });
+    };
+    match wait.is_zero() {
+        true => go(),
+        false => leptos::leptos_dom::helpers::set_timeout(go, wait),
+    }
 }
 
 /// On the server nothing is typed: the box renders empty.
 #[cfg(not(feature = "hydrate"))]
-fn ask(_query: String, _asked: StoredValue<u64>, _found: RwSignal<Found>) {}
+fn ask(
+    _query: String,
+    _asked: StoredValue<u64>,
+    _found: RwSignal<Found>,
+    _wait: std::time::Duration,
+) {
+}
 
 fn results_view(found: Found) -> Option<AnyView> {
     match found {
@@ -186,14 +206,23 @@ fn slash_focuses(input: NodeRef<leptos::html::Input>) {
     on_cleanup(move || handle.remove());
 }
 
-/// Opens the step `step` (a reasoning block's or tool call's id) of message `message` and
-/// scrolls it (or the message) into view; whether it found them on the page.
+/// Opens a search hit's element (a step's block) and scrolls it into view.
 #[cfg(feature = "hydrate")]
-pub fn reveal_search_target(message: &str, step: Option<&str>) -> bool {
+pub fn reveal_search_target(target: &web_sys::Element) {
     use wasm_bindgen::JsCast;
-    let Some(document) = web_sys::window().and_then(|window| window.document()) else {
-        return false;
-    };
+    if let Some(details) = target.dyn_ref::<web_sys::HtmlDetailsElement>() {
+        details.set_open(true);
+    }
+    let _ = target.set_attribute("data-search-target", "");
+    target.scroll_into_view();
+}
+
+/// The element a search hit points at, when its message is on the page: the block of step
+/// `step` (a tool call's or reasoning part's id), or the message.
+#[cfg(feature = "hydrate")]
+pub fn find_search_target(message: &str, step: Option<&str>) -> Option<web_sys::Element> {
+    use wasm_bindgen::JsCast;
+    let document = web_sys::window().and_then(|window| window.document())?;
     let find = |selector: &str, attribute: &str, value: &str| {
         let list = document.query_selector_all(selector).ok()?;
         (0..list.length())
@@ -201,25 +230,12 @@ pub fn reveal_search_target(message: &str, step: Option<&str>) -> bool {
             .filter_map(|node| node.dyn_into::<web_sys::Element>().ok())
             .find(|element| element.get_attribute(attribute).as_deref() == Some(value))
     };
-    let Some(article) = find("article[data-message-id]", "data-message-id", message) else {
-        return false;
-    };
+    let article = find("article[data-message-id]", "data-message-id", message)?;
     let details = step.and_then(|step| {
         find("details[data-call-id]", "data-call-id", step)
             .or_else(|| find("details[data-step]", "data-step", step))
     });
-    let target = match details {
-        Some(details) => {
-            if let Some(details) = details.dyn_ref::<web_sys::HtmlDetailsElement>() {
-                details.set_open(true);
-            }
-            details
-        }
-        None => article,
-    };
-    let _ = target.set_attribute("data-search-target", "");
-    target.scroll_into_view();
-    true
+    Some(details.unwrap_or(article))
 }
 
 #[cfg(test)]
