@@ -356,6 +356,82 @@ async fn a_conversation_with_a_run_going_is_not_deleted() {
     server.stop().await;
 }
 
+/// Deletes while other runs stream (their checkpoints landing in the same writer) and while
+/// exports of another conversation are read: every other run keeps each event it streamed, its
+/// message and its pieces; every export reads whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deletes_during_checkpoints_and_exports_lose_nothing_else() {
+    let server = std::sync::Arc::new(TestServer::start().await);
+    quick(&server);
+    server.scenario(
+        "steady",
+        json!({"delta_chars": 3, "delta_interval_ms": 4, "steps": [
+            {"reasoning": ["steady reasoning about the ledger"]},
+            {"tool_calls": [{"name": "grep_search", "args": {"query": "TODO"}}]},
+            {"text": "steady answer word ".repeat(20)}
+        ]}),
+    );
+    let (kept, kept_trace) = finished_conversation(&server, "quick", "an export source").await;
+    let mut streams = Vec::new();
+    for n in 0..4 {
+        let started = server
+            .start_run("scenario:steady", &format!("steady {n}"))
+            .await;
+        let events = server
+            .subscribe(started["run_id"].as_str().expect("run"), None)
+            .await;
+        streams.push((started, tokio::spawn(events.collect())));
+    }
+    let exports = {
+        let server = server.clone();
+        tokio::spawn(async move {
+            for _ in 0..20 {
+                let flow = server.get_json(&format!("/thoughtflow/{kept}.json")).await;
+                let inspector = server
+                    .get_json(&format!("/api/traces/{kept_trace}/inspector.json"))
+                    .await;
+                assert_eq!((flow.0, inspector.0), (200, 200), "{flow:?}");
+            }
+        })
+    };
+    for n in 0..6 {
+        let (id, _) = finished_conversation(&server, "quick", &format!("to delete {n}")).await;
+        let path = format!("/api/conversations/{id}");
+        assert_eq!(server.send_json(Method::DELETE, &path, None).await.0, 204);
+    }
+    exports.await.expect("exports");
+    for (started, events) in streams {
+        let streamed = events.await.expect("stream");
+        assert_invariants(&streamed);
+        let trace = started["trace_id"].as_str().expect("trace");
+        let (status, stored) = server.get_json(&format!("/api/traces/{trace}")).await;
+        assert_eq!(status, 200);
+        let seqs: Vec<u64> = stored["events"]
+            .as_array()
+            .expect("events")
+            .iter()
+            .map(|event| event["seq"].as_u64().expect("seq"))
+            .collect();
+        assert_eq!(seqs, (1..=streamed.len() as u64).collect::<Vec<_>>());
+        let conversation = started["conversation_id"].as_str().expect("id");
+        let (_, stored) = server
+            .get_json(&format!("/api/conversations/{conversation}"))
+            .await;
+        assert_eq!(stored["messages"][1]["status"], "complete", "{stored}");
+    }
+    assert_eq!(listed(&server, "/api/conversations").await.len(), 5);
+    assert_eq!(
+        server
+            .count("SELECT COUNT(*) FROM search_docs WHERE kind = 'tool'")
+            .await,
+        4,
+        "each kept run's tool call is indexed once"
+    );
+    if let Ok(server) = std::sync::Arc::try_unwrap(server) {
+        server.stop().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn delete_all_removes_every_conversation_of_the_user() {
     let server = TestServer::start().await;
