@@ -581,7 +581,7 @@ async fn delete_speed() {
             .subscribe(ticking["run_id"].as_str().expect("run"), None)
             .await;
         stream.until(|event| is_type(event, "text_delta")).await;
-        let (before, mut stream) = longest_gap(stream, 25).await;
+        let (before, stream) = longest_gap(stream, 25).await;
         let watch = tokio::spawn(async move { longest_gap(stream, 50).await });
         tokio::time::sleep(std::time::Duration::from_millis(200)).await;
         let path = format!(
