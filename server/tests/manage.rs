@@ -356,6 +356,19 @@ async fn a_conversation_with_a_run_going_is_not_deleted() {
     server.stop().await;
 }
 
+/// Reads a conversation's ThoughtFlow export and its trace's Inspector export twenty times.
+async fn read_exports(server: std::sync::Arc<TestServer>, conversation: String, trace: String) {
+    for _ in 0..20 {
+        let flow = server
+            .get_json(&format!("/thoughtflow/{conversation}.json"))
+            .await;
+        let inspector = server
+            .get_json(&format!("/api/traces/{trace}/inspector.json"))
+            .await;
+        assert_eq!((flow.0, inspector.0), (200, 200), "{flow:?}");
+    }
+}
+
 /// Deletes while other runs stream (their checkpoints landing in the same writer) and while
 /// exports of another conversation are read: every other run keeps each event it streamed, its
 /// message and its pieces; every export reads whole.
@@ -382,18 +395,7 @@ async fn deletes_during_checkpoints_and_exports_lose_nothing_else() {
             .await;
         streams.push((started, tokio::spawn(events.collect())));
     }
-    let exports = {
-        let server = server.clone();
-        tokio::spawn(async move {
-            for _ in 0..20 {
-                let flow = server.get_json(&format!("/thoughtflow/{kept}.json")).await;
-                let inspector = server
-                    .get_json(&format!("/api/traces/{kept_trace}/inspector.json"))
-                    .await;
-                assert_eq!((flow.0, inspector.0), (200, 200), "{flow:?}");
-            }
-        })
-    };
+    let exports = tokio::spawn(read_exports(server.clone(), kept, kept_trace));
     for n in 0..6 {
         let (id, _) = finished_conversation(&server, "quick", &format!("to delete {n}")).await;
         let path = format!("/api/conversations/{id}");
