@@ -142,7 +142,7 @@ pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>
                 "Regenerate"
             </button>
             <details class="menu regenerate-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
-                <summary class="footer-action" aria-label="Regenerate with another model">"Regenerate with…"</summary>
+                <summary class="footer-action">"Regenerate with…"</summary>
                 <div class="menu-items" role="menu">{choices}</div>
             </details>
         </Show>
