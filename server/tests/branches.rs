@@ -500,3 +500,77 @@ async fn nothing_branches_while_a_run_is_going() {
     );
     server.stop().await;
 }
+
+/// The PostgreSQL branches migration on a database with conversations: each message follows the
+/// one before it and is active, and one position holds one active message only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_postgres_branches_migration_keeps_every_message_on_the_active_path() {
+    use sqlx::{ConnectOptions, Connection};
+    if postgres_only("the PostgreSQL migration") {
+        return;
+    }
+    let dir = test_dir();
+    let url = common::postgres::database_url(dir.path());
+    let options: sqlx::postgres::PgConnectOptions = url.parse().expect("URL");
+    let mut old = options.connect().await.expect("connect");
+    let mut migrator = sqlx::migrate!("../migrations/postgres");
+    migrator.migrations = std::borrow::Cow::Owned(
+        migrator
+            .migrations
+            .iter()
+            .filter(|migration| migration.version < 20261130000001)
+            .cloned()
+            .collect(),
+    );
+    migrator.run(&mut old).await.expect("old migrations");
+    let now = "2026-11-22T10:00:00.000Z";
+    sqlx::query("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES ('conv_1', 'local', 'Old', 'demo', $1::timestamptz, $1::timestamptz)")
+        .bind(now)
+        .execute(&mut old)
+        .await
+        .expect("conversation");
+    for position in 0..4_i64 {
+        let role = if position % 2 == 0 {
+            "user"
+        } else {
+            "assistant"
+        };
+        sqlx::query("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES ($1, 'conv_1', $2, $3, 'complete', $4::jsonb, $5::timestamptz)")
+            .bind(format!("msg_{position}"))
+            .bind(position)
+            .bind(role)
+            .bind(json!({"id": format!("msg_{position}"), "role": role, "status": "complete", "created_at": now}).to_string())
+            .bind(now)
+            .execute(&mut old)
+            .await
+            .expect("message");
+    }
+    old.close().await.expect("close");
+    let store = glassbox::store::Store::connect(&url)
+        .await
+        .expect("upgrade");
+    let pool = store.postgres().expect("PostgreSQL").pool();
+    let rows: Vec<(Option<String>, bool)> =
+        sqlx::query_as("SELECT parent_id, active FROM messages ORDER BY position")
+            .fetch_all(pool)
+            .await
+            .expect("rows");
+    let parents: Vec<Option<&str>> = rows.iter().map(|row| row.0.as_deref()).collect();
+    assert_eq!(parents, [None, Some("msg_0"), Some("msg_1"), Some("msg_2")]);
+    assert!(rows.iter().all(|row| row.1), "every message is active");
+    let insert = |id: &str, active: bool| {
+        format!("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active)
+                 VALUES ('{id}', 'conv_1', 3, 'assistant', 'complete', '{{}}', now(), 'msg_2', {active})")
+    };
+    store
+        .execute_as_writer(insert("msg_old", false))
+        .await
+        .expect("an inactive version at a taken position");
+    assert!(
+        store
+            .execute_as_writer(insert("msg_new", true))
+            .await
+            .is_err(),
+        "a second active message at one position is refused"
+    );
+}
