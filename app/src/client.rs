@@ -188,6 +188,44 @@ pub async fn start_chat(
     read(send(request, &[]).await?).await
 }
 
+/// Regenerates an answer (`regenerate`, no content) or sends an edited question (`edit`, with
+/// `content`): `POST /api/chat` as a send, on a branch of the conversation (issue 36).
+#[cfg(feature = "hydrate")]
+pub async fn rerun(
+    conversation_id: String,
+    rerun: Rerun,
+    model: String,
+) -> Result<Started, ClientError> {
+    let body = match rerun {
+        Rerun::Regenerate(id) => serde_json::json!({
+            "conversation_id": conversation_id, "regenerate": id, "model": model }),
+        Rerun::Edit(id, content) => serde_json::json!({
+            "conversation_id": conversation_id, "edit": id, "content": content, "model": model }),
+    };
+    let request = Request::post(CHAT)
+        .header("Accept", "application/json")
+        .json(&body);
+    read(send(request, &[]).await?).await
+}
+
+/// What a rerun replaces: an answer to regenerate, or a question with its new text.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rerun {
+    Regenerate(String),
+    Edit(String, String),
+}
+
+/// Switches a conversation to another version of one of its messages: the conversation after.
+#[cfg(feature = "hydrate")]
+pub async fn switch_branch(
+    id: &str,
+    message_id: &str,
+) -> Result<crate::models::Conversation, ClientError> {
+    let body = serde_json::json!({ "message_id": message_id });
+    let request = Request::post(&format!("{}/branch", conversation(id))).json(&body);
+    read(send(request, &[]).await?).await
+}
+
 /// Asks the server to stop a run; the stream then brings `message_cancelled`. 409: the run
 /// already ended, and the stream brings how.
 #[cfg(feature = "hydrate")]

@@ -155,7 +155,7 @@ test('a long conversation opens on its newest messages and loads the earlier one
   // A page is 20 messages (CONVERSATION_PAGE): 35 turns are 70 messages, so three pages are older.
   assert.equal(await page.locator('article.message').count(), 20, 'the newest page');
   // (textContent: the page opens at its end, and off-screen messages are not rendered.)
-  assert.equal(await page.locator('article.message.user').first().textContent(), 'Question 25');
+  assert.equal(await page.locator('article.message.user .message-text').first().textContent(), 'Question 25');
   const messages = page.locator('section.messages');
   // Only the message list scrolls: the page is as tall as the screen, however long the list.
   const pageTall = () => page.evaluate(() => document.documentElement.scrollHeight - window.innerHeight);
@@ -163,7 +163,7 @@ test('a long conversation opens on its newest messages and loads the earlier one
   const firstInView = () => page.evaluate(() => {
     const list = document.querySelector('section.messages');
     const top = list.getBoundingClientRect().top;
-    return [...list.querySelectorAll('article.message.user')].find((m) => m.getBoundingClientRect().bottom > top)?.textContent;
+    return [...list.querySelectorAll('article.message.user')].find((m) => m.getBoundingClientRect().bottom > top)?.querySelector('.message-text')?.textContent;
   });
   // Scrolling up to the top loads the page before, once, above what the reader sees.
   await messages.evaluate((element) => { element.scrollTop = 0; });

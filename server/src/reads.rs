@@ -30,6 +30,18 @@ pub async fn conversation(store: &Store, owner_id: &str, id: &str) -> Result<Con
         .ok_or(Error::NotFound("conversation"))
 }
 
+/// Switches the conversation `id` of `owner_id` to the version `message_id` of one of its
+/// messages; the conversation (its active path) after.
+pub async fn switch_branch(
+    store: &Store,
+    owner_id: &str,
+    id: &str,
+    message_id: &str,
+) -> Result<Conversation> {
+    store.switch_branch(owner_id, id, message_id).await?;
+    conversation(store, owner_id, id).await
+}
+
 /// The model ids a conversation may use (never a provider's URL or key), and the default.
 pub fn models(engine: &Engine) -> ModelList {
     let (models, default) = engine.models();

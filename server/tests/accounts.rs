@@ -321,6 +321,9 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     let (_, whoami) = server_fn(base, &alice, "whoami", &[]).await;
     assert_eq!(whoami, r#""alice""#);
 
+    // Last, as Bob gets a conversation of his own here.
+    branching_is_the_owners_only(base, &alice, &bob, &conversation).await;
+
     // Signing out ends the session.
     let out = client()
         .post(format!("{base}/auth/logout"))
@@ -337,6 +340,47 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     assert_eq!(
         get(base, &bob, "/api/conversations").await.0,
         StatusCode::UNAUTHORIZED
+    );
+}
+
+/// Bob can neither regenerate, edit nor switch a version of Alice's messages, in her
+/// conversation or in his own (issue 36): 404, and her conversation is unchanged.
+async fn branching_is_the_owners_only(base: &str, alice: &str, bob: &str, conversation: &str) {
+    let path = format!("/api/conversations/{conversation}");
+    let (_, before) = get(base, alice, &path).await;
+    let messages: Value = serde_json::from_str(&before).expect("JSON");
+    let (question, answer) = (
+        &messages["messages"][0]["id"],
+        &messages["messages"][1]["id"],
+    );
+    let [own, ..] = quick_run(base, bob, None).await;
+    for target in [conversation, own.as_str()] {
+        for (path, body) in [
+            (
+                "/api/chat".to_owned(),
+                json!({"conversation_id": target, "regenerate": answer}),
+            ),
+            (
+                "/api/chat".to_owned(),
+                json!({"conversation_id": target, "edit": question, "content": "Bob's"}),
+            ),
+            (
+                format!("/api/conversations/{target}/branch"),
+                json!({"message_id": answer}),
+            ),
+            (
+                format!("/api/conversations/{target}/branch"),
+                json!({"message_id": question}),
+            ),
+        ] {
+            let (status, body) = post(base, bob, &path, body).await;
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        }
+    }
+    assert_eq!(
+        get(base, alice, &path).await.1,
+        before,
+        "Alice's conversation is unchanged"
     );
 }
 

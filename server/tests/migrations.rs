@@ -132,3 +132,80 @@ async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
     assert_eq!(answer.status, MessageStatus::Interrupted);
     assert_eq!(answer.text(), "Kept across the upgrade.");
 }
+
+/// The branches migration (issue 36) on a database with conversations: every message keeps its
+/// row, follows the one before it, is active, and one position holds one active message only.
+#[tokio::test]
+async fn the_branches_migration_keeps_every_message_on_the_active_path() {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let url = format!("sqlite://{}", dir.path().join("old.db").display());
+    let mut old = SqliteConnectOptions::new()
+        .filename(dir.path().join("old.db"))
+        .create_if_missing(true)
+        .connect()
+        .await
+        .expect("open");
+    let mut migrator = sqlx::migrate!("../migrations");
+    migrator.migrations = Cow::Owned(
+        migrator
+            .migrations
+            .iter()
+            .filter(|migration| migration.version < 20261130000001)
+            .cloned()
+            .collect(),
+    );
+    migrator.run(&mut old).await.expect("old migrations");
+    let now = "2026-11-22T10:00:00.000Z";
+    sqlx::query("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES ('conv_1', 'owner', 'Old', 'demo', ?1, ?1)")
+        .bind(now)
+        .execute(&mut old)
+        .await
+        .expect("conversation");
+    for position in 0..4_i64 {
+        let id = format!("msg_{position}");
+        let message = match position % 2 {
+            0 => Message::user(id.clone(), format!("question {position}"), now.into()),
+            _ => Message::assistant(id.clone(), "demo".into(), now.into()),
+        };
+        sqlx::query("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?1, 'conv_1', ?2, ?3, 'complete', ?4, ?5)")
+            .bind(&id)
+            .bind(position)
+            .bind(if position % 2 == 0 { "user" } else { "assistant" })
+            .bind(serde_json::to_string(&message).expect("JSON"))
+            .bind(now)
+            .execute(&mut old)
+            .await
+            .expect("message");
+    }
+    drop(old);
+
+    let store = Store::connect(&url).await.expect("upgrade");
+    let pool = store.sqlite().expect("SQLite").pool();
+    let rows: Vec<(String, Option<String>, bool)> =
+        sqlx::query_as("SELECT id, parent_id, active FROM messages ORDER BY position")
+            .fetch_all(pool)
+            .await
+            .expect("rows");
+    let parents: Vec<Option<&str>> = rows.iter().map(|row| row.1.as_deref()).collect();
+    assert_eq!(parents, [None, Some("msg_0"), Some("msg_1"), Some("msg_2")]);
+    assert!(rows.iter().all(|row| row.2), "every message is active");
+    let conversation = store
+        .get_conversation("owner", "conv_1")
+        .await
+        .expect("read")
+        .expect("the conversation");
+    assert_eq!(conversation.messages.len(), 4);
+    assert!(conversation.messages.iter().all(|m| m.siblings.is_none()));
+    let insert = |active: bool| {
+        format!("INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active)
+                 VALUES ('msg_{active}', 'conv_1', 3, 'assistant', 'complete', '{{}}', '{now}', 'msg_2', {})", i32::from(active))
+    };
+    store
+        .execute_as_writer(insert(false))
+        .await
+        .expect("an inactive version at a taken position");
+    assert!(
+        store.execute_as_writer(insert(true)).await.is_err(),
+        "a second active message at one position is refused"
+    );
+}

@@ -39,6 +39,7 @@ fn new_run(owner: &str, conversation_id: Option<&str>, content: &str, tag: &str)
         user_message_id: format!("user_{tag}"),
         assistant_message_id: format!("answer_{tag}"),
         now: NOW.to_owned(),
+        rerun: None,
     }
 }
 

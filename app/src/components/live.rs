@@ -6,13 +6,21 @@
 use leptos::prelude::*;
 
 use super::feed::MessageModel;
-use crate::protocol::{Message, Role};
+use crate::protocol::{Message, Role, Siblings};
 
-/// One message of the conversation, keyed by its id.
+/// One message of the conversation, keyed by its id, with its place among its versions.
 #[derive(Clone)]
 pub enum Entry {
-    User { id: String, text: String },
-    Assistant { id: String, model: MessageModel },
+    User {
+        id: String,
+        text: String,
+        siblings: Option<Siblings>,
+    },
+    Assistant {
+        id: String,
+        model: MessageModel,
+        siblings: Option<Siblings>,
+    },
 }
 
 impl Entry {
@@ -21,10 +29,12 @@ impl Entry {
             Role::User => Entry::User {
                 id: message.id.clone(),
                 text: message.text(),
+                siblings: message.siblings.clone(),
             },
             Role::Assistant => Entry::Assistant {
                 id: message.id.clone(),
                 model: MessageModel::new(Some(message)),
+                siblings: message.siblings.clone(),
             },
         }
     }
@@ -32,6 +42,18 @@ impl Entry {
     pub fn id(&self) -> &str {
         match self {
             Entry::User { id, .. } | Entry::Assistant { id, .. } => id,
+        }
+    }
+
+    /// The list's key: the id, and how many versions the message has (a new version draws the
+    /// message again, with its `< n / m >`).
+    pub fn key(&self) -> String {
+        let siblings = match self {
+            Entry::User { siblings, .. } | Entry::Assistant { siblings, .. } => siblings,
+        };
+        match siblings {
+            Some(siblings) => format!("{}:{}", self.id(), siblings.count),
+            None => self.id().to_owned(),
         }
     }
 }
@@ -62,6 +84,9 @@ pub struct ChatState {
     pub model: RwSignal<String>,
     /// Every model the server offers.
     pub models: RwSignal<Vec<String>>,
+    /// The followed run is a rerun (a new version): when it ends, the conversation is read
+    /// again, for the versions' `< n / m >`.
+    pub reread_on_end: RwSignal<bool>,
     /// The view's owner: models made later (a new answer) belong to it, not to an event handler.
     owner: StoredValue<Option<Owner>>,
     /// The feed and stream of the run being followed; dropped (closed) with the view.
@@ -88,6 +113,7 @@ impl ChatState {
             earlier_wanted: RwSignal::new(0),
             live_run: RwSignal::new(live_run),
             connection_error: RwSignal::new(None),
+            reread_on_end: RwSignal::new(false),
             conversations_changed,
             owner: StoredValue::new(Owner::current()),
             #[cfg(feature = "hydrate")]
@@ -106,6 +132,7 @@ impl ChatState {
                 entries.push(Entry::Assistant {
                     id: message_id.to_owned(),
                     model,
+                    siblings: None,
                 })
             });
             model
@@ -140,8 +167,46 @@ impl ChatState {
     }
 
     pub fn push_user(&self, id: String, text: String) {
-        self.entries
-            .update(|entries| entries.push(Entry::User { id, text }));
+        self.entries.update(|entries| {
+            entries.push(Entry::User {
+                id,
+                text,
+                siblings: None,
+            })
+        });
+    }
+
+    /// Takes message `message_id` and every one after it off the list (a rerun replaces them).
+    pub fn truncate_from(&self, message_id: &str) {
+        self.entries.update(|entries| {
+            if let Some(index) = entries.iter().position(|entry| entry.id() == message_id) {
+                entries.truncate(index);
+            }
+        });
+    }
+
+    /// Reads the conversation again and shows it (after a rerun: the versions' `< n / m >`).
+    #[cfg(feature = "hydrate")]
+    pub fn reread(&self) {
+        let state = *self;
+        let Some(id) = state.conversation_id.get_untracked() else {
+            return;
+        };
+        leptos::task::spawn_local(async move {
+            match crate::api::get_conversation(id, None).await {
+                Ok(Some(conversation)) => state.show(conversation),
+                Ok(None) => {}
+                Err(error) => state.connection_error.set(Some(error.to_string())),
+            }
+        });
+    }
+
+    /// Shows `page` (a page of the conversation, as read again): messages already shown as they
+    /// are keep their view.
+    pub fn show(&self, page: crate::models::Conversation) {
+        let entries = self.owned(|| page.messages.iter().map(Entry::new).collect::<Vec<_>>());
+        self.entries.set(entries);
+        self.earlier.set(page.earlier);
     }
 
     /// The question that led to answer `message_id`.
@@ -163,12 +228,16 @@ impl ChatState {
         self.conversations_changed.update(|n| *n += 1);
         #[cfg(feature = "hydrate")]
         self.following.set_value(None);
+        if self.reread_on_end.get_untracked() {
+            self.reread_on_end.set(false);
+            self.reread();
+        }
     }
 }
 
 fn find_assistant(entries: &[Entry], message_id: &str) -> Option<MessageModel> {
     entries.iter().find_map(|entry| match entry {
-        Entry::Assistant { id, model } if id == message_id => Some(*model),
+        Entry::Assistant { id, model, .. } if id == message_id => Some(*model),
         _ => None,
     })
 }

@@ -1,5 +1,6 @@
 use leptos::prelude::*;
 
+use super::branches::{RegenerateActions, SiblingNav, UserMessage};
 use super::feed::MessageModel;
 use super::live::{ChatState, Entry};
 use super::segments::MessageBlocks;
@@ -32,15 +33,10 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                 <Show when=move || { state.earlier.get() > 0 }>
                     <EarlierMessages state />
                 </Show>
-                <For each=move || state.entries.get() key=|entry| entry.id().to_owned() let:entry>
+                <For each=move || state.entries.get() key=Entry::key let:entry>
                     {match entry {
-                        Entry::User { id, text } => view! {
-                            <article class="message user" data-status="complete" data-message-id=id>
-                                <div class="message-text">{text}</div>
-                            </article>
-                        }
-                        .into_any(),
-                        Entry::Assistant { id, model } => view! { <AssistantMessage id model state /> }.into_any(),
+                        Entry::User { id, text, siblings } => view! { <UserMessage id text siblings state /> }.into_any(),
+                        Entry::Assistant { id, model, siblings } => view! { <AssistantMessage id model siblings state /> }.into_any(),
                     }}
                 </For>
             </div>
@@ -303,7 +299,12 @@ impl KeepPlace {
 /// An answer, live or stored: the same article either way. While its run streams it has Stop;
 /// once the run ends it has its trace link and, if it ended early, why.
 #[component]
-fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl IntoView {
+fn AssistantMessage(
+    id: String,
+    model: MessageModel,
+    siblings: Option<crate::protocol::Siblings>,
+    state: ChatState,
+) -> impl IntoView {
     let live = {
         let id = id.clone();
         Memo::new(move |_| {
@@ -318,12 +319,24 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
     // work for all the messages already shown).
     let menu_open = RwSignal::new(false);
     let message_id = id.clone();
+    let answer_id = StoredValue::new(id.clone());
+    let siblings = StoredValue::new(siblings);
     let footer = move || {
         model
             .trace_id
             .get()
             .filter(|_| !streaming())
-            .map(|trace_id| view! { <MessageFooter model trace_id state menu_open /> })
+            .map(|trace_id| {
+                let branches = view! {
+                    <SiblingNav siblings=siblings.get_value() state />
+                    <RegenerateActions id=answer_id.get_value() state menu_open />
+                    {siblings.get_value().and_then(|s| s.compare_trace_id).map(|other| view! {
+                        <a class="footer-action compare-link" href=format!("/compare/{trace_id}/{other}")>"Compare"</a>
+                    })}
+                };
+                let branches = branches.into_any();
+                view! { <MessageFooter model trace_id state menu_open branches /> }
+            })
     };
     view! {
         <article
@@ -398,6 +411,8 @@ fn MessageFooter(
     trace_id: String,
     state: ChatState,
     menu_open: RwSignal<bool>,
+    /// The answer's versions and rerun actions (`branches.rs`).
+    branches: AnyView,
 ) -> impl IntoView {
     let facts = move || model.facts.get();
     let duration = move || facts().duration_ms.map(super::segments::format_duration);
@@ -437,6 +452,7 @@ fn MessageFooter(
                         <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "d2") target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
                     </div>
                 </details>
+                {branches}
             </span>
         </footer>
     }

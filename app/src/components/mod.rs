@@ -2,6 +2,7 @@
 
 pub mod activity;
 mod approval;
+mod branches;
 mod composer;
 pub mod escape;
 pub mod feed;

@@ -39,6 +39,27 @@ pub struct Message {
     /// cleared by the next content and in every ended message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retrying: Option<Retrying>,
+    /// Where this message stands among its versions (a regenerated answer, an edited question),
+    /// when it has more than one: computed on read from the conversation's branches, never
+    /// stored in the body.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub siblings: Option<Siblings>,
+}
+
+/// A message's place among its siblings (the messages following the same message with the same
+/// role), oldest first: `index` counts from 1, the neighbours are `None` at either end.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Siblings {
+    pub index: usize,
+    pub count: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_id: Option<String>,
+    /// For an answer: the trace of the sibling to compare it with (the previous one, or the
+    /// next for the first), what its compare link names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compare_trace_id: Option<String>,
 }
 
 /// A wait before the model's request is sent again, as the message shows it.
@@ -69,6 +90,7 @@ impl Message {
             duration_ms: None,
             agent_state: BTreeMap::new(),
             retrying: None,
+            siblings: None,
         }
     }
 
@@ -87,6 +109,7 @@ impl Message {
             duration_ms: None,
             agent_state: BTreeMap::new(),
             retrying: None,
+            siblings: None,
         }
     }
 

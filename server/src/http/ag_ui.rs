@@ -60,6 +60,8 @@ pub async fn run(
         .await?
         .is_some();
     let request = ChatRequest {
+        regenerate: None,
+        edit: None,
         conversation_id: existing.then(|| thread_id.to_owned()),
         new_conversation_id: (!existing).then(|| thread_id.to_owned()),
         content,

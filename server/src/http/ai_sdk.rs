@@ -128,6 +128,8 @@ async fn start(
         content,
         model,
         new_conversation_id,
+        regenerate: None,
+        edit: None,
     };
     let (run, _) = state.engine.start(user.id(), request).await?;
     Ok(response(Source::Local(run), None))

@@ -5,12 +5,12 @@
 use axum::{
     extract::{Path, State},
     http::StatusCode,
-    routing::{delete, patch},
+    routing::{delete, patch, post},
     Json, Router,
 };
 use serde::{Deserialize, Serialize};
 
-use app::models::ConversationSummary;
+use app::models::{Conversation, ConversationSummary};
 
 use super::{extract::ApiJson, AppState, CurrentUser};
 use crate::{
@@ -39,6 +39,28 @@ pub(super) fn router() -> Router<AppState> {
     Router::new()
         .route("/api/conversations", delete(delete_all))
         .route("/api/conversations/{id}", patch(update).delete(delete_one))
+        .route("/api/conversations/{id}/branch", post(branch))
+}
+
+/// What `POST /api/conversations/{id}/branch` takes: the version of a message to show.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Branch {
+    message_id: String,
+}
+
+/// `POST /api/conversations/{id}/branch`: switches the conversation to another version of one
+/// of its messages (and below it, the branch chosen last there); answers the conversation as
+/// `GET` does. 409 while a run is going in it.
+pub async fn branch(
+    State(state): State<AppState>,
+    user: CurrentUser,
+    Path(id): Path<String>,
+    ApiJson(branch): ApiJson<Branch>,
+) -> Result<Json<Conversation>> {
+    Ok(Json(
+        crate::reads::switch_branch(&state.store, user.id(), &id, &branch.message_id).await?,
+    ))
 }
 
 /// `PATCH /api/conversations/{id}`: renames and/or archives it; answers its summary.

@@ -18,7 +18,7 @@ use crate::{
     error::{Error, Result},
     sink::{ApprovalAnswer, ApprovalRefused},
     stamps::{new_id, now_rfc3339},
-    store::{NewRun, Store, LOCAL_OWNER},
+    store::{NewRun, Rerun, Store, LOCAL_OWNER},
     tools::ToolRegistry,
 };
 
@@ -28,9 +28,17 @@ const MAX_CONTENT_CHARS: usize = 100_000;
 pub struct ChatRequest {
     #[serde(default)]
     pub conversation_id: Option<String>,
+    /// The question; absent for a regenerate.
+    #[serde(default)]
     pub content: String,
     #[serde(default)]
     pub model: Option<String>,
+    /// A new answer to the question of this assistant message of the conversation (a branch).
+    #[serde(default)]
+    pub regenerate: Option<String>,
+    /// A new version of this user message of the conversation, with `content` (a branch).
+    #[serde(default)]
+    pub edit: Option<String>,
     /// The id a new conversation gets (when `conversation_id` is none); a random one if none.
     /// Set by the server (the AI SDK's chat ids), never read from a body.
     #[serde(skip)]
@@ -155,7 +163,11 @@ impl Engine {
         owner_id: &str,
         request: ChatRequest,
     ) -> Result<(Arc<Run>, StartedChat)> {
-        let content = validated_content(&request)?;
+        let rerun = validated_rerun(&request)?;
+        let content = match rerun {
+            Some(Rerun::Regenerate(_)) => "",
+            _ => validated_content(&request)?,
+        };
         self.check_not_busy(owner_id, request.conversation_id.as_deref())?;
         // Resolve the agent before anything is stored, so an unknown model leaves no trace.
         if let Some(model) = &request.model {
@@ -187,6 +199,7 @@ impl Engine {
                 user_message_id: user_message_id.clone(),
                 assistant_message_id: ids.message_id.clone(),
                 now: now.clone(),
+                rerun,
             })
             .await?;
         let ids = RunIds {
@@ -200,7 +213,7 @@ impl Engine {
             conversation_id: ids.conversation_id.clone(),
             trace_id: ids.trace_id.clone(),
             message_id: ids.message_id.clone(),
-            user_message_id,
+            user_message_id: started.user_message.id.clone(),
             model: ids.model.clone(),
         };
         let run = Run::new(ids, now, self.checkpointer.waker(), self.budget.clone());
@@ -453,6 +466,32 @@ pub(super) fn answered(outcome: CommandOutcome) -> Result<()> {
             "this call has already been answered".into(),
         )),
     }
+}
+
+/// What a regenerate or an edit names, checked: one of the two at most, in an existing
+/// conversation, a regenerate without content.
+fn validated_rerun(request: &ChatRequest) -> Result<Option<Rerun>> {
+    let rerun = match (&request.regenerate, &request.edit) {
+        (None, None) => return Ok(None),
+        (Some(_), Some(_)) => {
+            return Err(Error::InvalidField(
+                "give `regenerate` or `edit`, not both".into(),
+            ))
+        }
+        (Some(id), None) => Rerun::Regenerate(id.clone()),
+        (None, Some(id)) => Rerun::Edit(id.clone()),
+    };
+    if request.conversation_id.is_none() {
+        return Err(Error::InvalidField(
+            "`regenerate` and `edit` need the message's `conversation_id`".into(),
+        ));
+    }
+    if matches!(rerun, Rerun::Regenerate(_)) && !request.content.trim().is_empty() {
+        return Err(Error::InvalidField(
+            "a regenerate asks the same question again: give no `content` (edit the question to change it)".into(),
+        ));
+    }
+    Ok(Some(rerun))
 }
 
 /// The message's content, trimmed, if the request is one a run can start from.

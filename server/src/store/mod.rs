@@ -15,6 +15,7 @@ macro_rules! on_backend {
     };
 }
 
+pub mod branches;
 mod json;
 mod postgres;
 mod records;
@@ -32,8 +33,8 @@ pub use app::models::Trace;
 pub use json::join_json_array;
 pub use postgres::{PgStore, TraceEvents, HEARTBEAT_INTERVAL};
 pub use records::{
-    CheckpointChunk, ConversationChange, FinishedTrace, ModelTurn, NewRun, OwnedFinish, StartedRun,
-    StoredEvents, StoredUser, TraceShare,
+    CheckpointChunk, ConversationChange, FinishedTrace, ModelTurn, NewRun, OwnedFinish, Rerun,
+    StartedRun, StoredEvents, StoredUser, TraceShare,
 };
 pub use recovery::LeftoverRun;
 pub use sqlite::SqliteStore;
@@ -215,11 +216,22 @@ impl Store {
         on_backend!(self, get_conversation(owner_id, id))
     }
 
+    /// Switches `owner_id`'s conversation `id` to the version `message_id` of one of its
+    /// messages (see [`branches`]). `NotFound` for anyone else's conversation or an unknown
+    /// message; 409 while a run is going in it.
+    pub async fn switch_branch(&self, owner_id: &str, id: &str, message_id: &str) -> Result<()> {
+        let now = crate::stamps::now_rfc3339();
+        let (owner, conversation, message) =
+            (owner_id.to_owned(), id.to_owned(), message_id.to_owned());
+        on_backend!(self, switch_branch(owner, conversation, message, now))
+    }
+
     pub async fn get_trace(&self, owner_id: &str, trace_id: &str) -> Result<Option<Trace>> {
         on_backend!(self, get_trace(owner_id, trace_id))
     }
 
-    /// Every trace of a conversation, oldest first (empty for an unknown or foreign conversation).
+    /// Every trace of a conversation's active path (the branch chosen), oldest first (empty for
+    /// an unknown or foreign conversation).
     pub async fn traces_for_conversation(
         &self,
         owner_id: &str,

@@ -57,6 +57,17 @@ pub struct NewRun {
     pub user_message_id: String,
     pub assistant_message_id: String,
     pub now: String,
+    /// A regenerate or an edit: the run replaces that message on the active path (a branch).
+    pub rerun: Option<Rerun>,
+}
+
+/// A run that replaces a message of the active path instead of adding a question at its end.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rerun {
+    /// A new answer to the question of this (assistant) message.
+    Regenerate(String),
+    /// A new version of this (user) message, with the request's content, and its answer.
+    Edit(String),
 }
 
 /// What the store created for a new run.

@@ -6,6 +6,7 @@ use sqlx::PgConnection;
 
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
+use crate::store::branches::{mark_siblings, SiblingRow};
 use crate::store::decode_message;
 use crate::store::rows::{ActiveRunRow, SummaryRow};
 
@@ -13,6 +14,13 @@ use crate::store::rows::{ActiveRunRow, SummaryRow};
 const SUMMARY: &str = "SELECT id, title, model, rfc3339_millis(created_at) AS created_at,
         rfc3339_millis(updated_at) AS updated_at, archived_at IS NOT NULL AS archived
      FROM conversations WHERE id = $1 AND owner_id = $2";
+
+/// Every message of a conversation ($1) that has a sibling, oldest first.
+const SIBLINGS: &str = "SELECT m.id, m.parent_id, m.role, m.body->>'trace_id' AS trace_id
+     FROM messages m WHERE m.conversation_id = $1 AND EXISTS (
+        SELECT 1 FROM messages o WHERE o.conversation_id = $1
+            AND o.parent_id IS NOT DISTINCT FROM m.parent_id AND o.role = m.role AND o.id <> m.id)
+     ORDER BY m.created_at, m.id";
 
 impl PgStore {
     pub async fn list_conversations(
@@ -60,7 +68,12 @@ impl PgStore {
         else {
             return Ok(None);
         };
-        let messages = messages_of(&mut tx, id).await?;
+        let mut messages = messages_of(&mut tx, id, i64::MAX).await?;
+        let siblings: Vec<SiblingRow> = sqlx::query_as(SIBLINGS)
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        mark_siblings(&mut messages, siblings);
         let active_run = sqlx::query_as::<_, ActiveRunRow>(
             "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = $1 AND status = 'running'
              ORDER BY started_at DESC LIMIT 1",
@@ -89,15 +102,18 @@ impl PgStore {
     }
 }
 
-/// A conversation's messages, in order.
+/// A conversation's active path before `before` (a position), in order.
 pub(super) async fn messages_of(
     tx: &mut PgConnection,
     conversation_id: &str,
+    before: i64,
 ) -> Result<Vec<Message>> {
     let bodies: Vec<String> = sqlx::query_scalar(
-        "SELECT body::text AS body FROM messages WHERE conversation_id = $1 ORDER BY position",
+        "SELECT body::text AS body FROM messages
+         WHERE conversation_id = $1 AND active AND position < $2 ORDER BY position",
     )
     .bind(conversation_id)
+    .bind(before)
     .fetch_all(&mut *tx)
     .await?;
     bodies.into_iter().map(decode_message).collect()

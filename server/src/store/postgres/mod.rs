@@ -9,6 +9,7 @@
 //! leases (`lease`), `accounts`, `shares`, `search`, and text PostgreSQL accepts (`text`).
 
 mod accounts;
+mod branches;
 mod bus;
 mod conversations;
 mod lease;

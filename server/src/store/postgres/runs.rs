@@ -6,12 +6,12 @@ use sqlx::PgConnection;
 use super::search::{index_answer, index_steps, insert_docs};
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
+use crate::store::branches::{check_target, run_messages, target_id, Placement, Target};
 use crate::store::search::{question_doc, title_doc};
 use crate::store::{
-    encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun, OwnedFinish,
-    StartedRun,
+    decode_message, encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun,
+    OwnedFinish, Rerun, StartedRun,
 };
-use app::protocol::Message;
 
 impl PgStore {
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
@@ -37,10 +37,10 @@ impl PgStore {
 }
 
 async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> Result<StartedRun> {
-    let (conversation_id, model, history) = match &new.conversation_id {
+    let (conversation_id, model, place) = match &new.conversation_id {
         Some(id) => {
-            let (model, history) = continue_conversation(tx, &new, id).await?;
-            (id.clone(), model, history)
+            let model = continue_conversation(tx, &new, id).await?;
+            (id.clone(), model, place_run(tx, &new, id).await?)
         }
         None => {
             let model = new
@@ -51,20 +51,20 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
                 .new_conversation_id
                 .clone()
                 .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-            (id, model, Vec::new())
+            (id, model, Placement::first())
         }
     };
-    let user_message = Message::user(
-        new.user_message_id.clone(),
-        new.content.clone(),
-        new.now.clone(),
-    );
-    let mut assistant = Message::assistant(
-        new.assistant_message_id.clone(),
-        model.clone(),
-        new.now.clone(),
-    );
-    assistant.trace_id = Some(new.trace_id.clone());
+    if let Some(from) = place.deactivate_from {
+        sqlx::query(
+            "UPDATE messages SET active = FALSE WHERE conversation_id = $1 AND active AND position >= $2",
+        )
+        .bind(&conversation_id)
+        .bind(from)
+        .execute(&mut *tx)
+        .await?;
+    }
+    let asked = place.question.is_none();
+    let (user_message, assistant) = run_messages(&new, &model, place.question);
     let (user_body, assistant_body) = (encode_message(&user_message)?, encode_message(&assistant)?);
     // One statement for every row of the start: each statement is a round trip, and the writer
     // makes them one after another (a new conversation took five, with the history it did not
@@ -77,7 +77,7 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
         .bind(&new.now)
         .bind(new.conversation_id.is_none())
         .bind(&user_message.id)
-        .bind(history.len() as i64)
+        .bind(place.position)
         .bind(user_message.status.as_str())
         .bind(jsonb_text(&user_body).as_ref())
         .bind(&assistant.id)
@@ -86,9 +86,14 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
         .bind(&new.trace_id)
         .bind(&new.run_id)
         .bind(instance_id)
+        .bind(place.parent_id.as_deref())
+        .bind(asked)
         .execute(&mut *tx)
         .await?;
-    let mut docs = vec![question_doc(&user_message, &model)];
+    let mut docs = Vec::new();
+    if asked {
+        docs.push(question_doc(&user_message, &model));
+    }
     if new.conversation_id.is_none() {
         docs.push(title_doc(&title_for(&new.content), &new.now));
     }
@@ -96,31 +101,30 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
     Ok(StartedRun {
         conversation_id,
         model,
-        history,
+        history: place.history,
         user_message,
     })
 }
 
-/// A run start's rows: the conversation when it is new ($6), the user's and the assistant's
-/// messages, and the trace.
+/// A run start's rows: the conversation when it is new ($6), the user's message when it is new
+/// ($18; a regenerate answers a stored one) after $17, the assistant's, and the trace.
 const BEGIN_RUN_ROWS: &str = "WITH conversation AS (
         INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
         SELECT $1, $2, $3, $4, $5::timestamptz, $5::timestamptz WHERE $6::boolean
-    ), message_rows AS (
-        INSERT INTO messages (id, conversation_id, position, role, status, body, created_at)
-        VALUES ($7, $1, $8, 'user', $9, $10::jsonb, $5::timestamptz),
-               ($11, $1, $8 + 1, 'assistant', $12, $13::jsonb, $5::timestamptz)
+    ), question_row AS (
+        INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
+        SELECT $7, $1, $8, 'user', $9, $10::jsonb, $5::timestamptz, $17, TRUE, $5::timestamptz
+        WHERE $18::boolean
+    ), answer_row AS (
+        INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
+        VALUES ($11, $1, $8 + 1, 'assistant', $12, $13::jsonb, $5::timestamptz, $7, TRUE, $5::timestamptz)
     )
     INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at, instance_id)
     VALUES ($14, $15, $1, $11, $7, $4, $5::timestamptz, 'running', $5::timestamptz, $16)";
 
 /// An existing conversation of the user's, with no run going: its model (the request's, when
-/// given, is stored) and its messages so far.
-async fn continue_conversation(
-    tx: &mut PgConnection,
-    new: &NewRun,
-    id: &str,
-) -> Result<(String, Vec<Message>)> {
+/// given, is stored).
+async fn continue_conversation(tx: &mut PgConnection, new: &NewRun, id: &str) -> Result<String> {
     let stored: String =
         sqlx::query_scalar("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
             .bind(id)
@@ -130,13 +134,7 @@ async fn continue_conversation(
             .ok_or(Error::NotFound("conversation"))?;
     // Checked here for a clear answer; the unique index on running traces is what holds when two
     // instances start a run in the same conversation at once.
-    let busy = sqlx::query(
-        "SELECT 1 FROM agent_traces WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
-    )
-    .bind(id)
-    .fetch_optional(&mut *tx)
-    .await?;
-    if busy.is_some() {
+    if conversation_busy(tx, id).await? {
         return Err(one_run_at_a_time());
     }
     let model = new.model.clone().unwrap_or(stored);
@@ -146,7 +144,81 @@ async fn continue_conversation(
         .bind(id)
         .execute(&mut *tx)
         .await?;
-    Ok((model, messages_of(tx, id).await?))
+    Ok(model)
+}
+
+/// Whether a run is going in the conversation.
+pub(super) async fn conversation_busy(tx: &mut PgConnection, id: &str) -> Result<bool> {
+    let busy = sqlx::query(
+        "SELECT 1 FROM agent_traces WHERE conversation_id = $1 AND status = 'running' LIMIT 1",
+    )
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(busy.is_some())
+}
+
+/// Where the run's messages go in the conversation `id`: after its active path, or in place of
+/// the message a regenerate or an edit names.
+async fn place_run(tx: &mut PgConnection, new: &NewRun, id: &str) -> Result<Placement> {
+    let Some(rerun) = &new.rerun else {
+        let history = messages_of(tx, id, i64::MAX).await?;
+        return Ok(Placement {
+            position: history.len() as i64,
+            parent_id: history.last().map(|message| message.id.clone()),
+            history,
+            question: None,
+            deactivate_from: None,
+        });
+    };
+    let target = target_of(tx, id, target_id(rerun))
+        .await?
+        .ok_or(Error::NotFound("message"))?;
+    check_target(rerun, &target)?;
+    match rerun {
+        Rerun::Regenerate(_) => {
+            let question_id = target.parent_id.ok_or(Error::NotFound("message"))?;
+            let body: String = sqlx::query_scalar("SELECT body::text FROM messages WHERE id = $1")
+                .bind(&question_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            Ok(Placement {
+                history: messages_of(tx, id, target.position - 1).await?,
+                position: target.position - 1,
+                parent_id: None,
+                question: Some(decode_message(body)?),
+                deactivate_from: Some(target.position),
+            })
+        }
+        Rerun::Edit(_) => Ok(Placement {
+            history: messages_of(tx, id, target.position).await?,
+            position: target.position,
+            parent_id: target.parent_id,
+            question: None,
+            deactivate_from: Some(target.position),
+        }),
+    }
+}
+
+/// A message of the conversation `id`, as a rerun or a switch names it.
+pub(super) async fn target_of(
+    tx: &mut PgConnection,
+    id: &str,
+    message_id: &str,
+) -> Result<Option<Target>> {
+    let row: Option<(i64, String, Option<String>, bool)> = sqlx::query_as(
+        "SELECT position, role, parent_id, active FROM messages WHERE id = $1 AND conversation_id = $2",
+    )
+    .bind(pg_text(message_id).as_ref())
+    .bind(id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(row.map(|(position, role, parent_id, active)| Target {
+        position,
+        role,
+        parent_id,
+        active,
+    }))
 }
 
 async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -> Result<()> {

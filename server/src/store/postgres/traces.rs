@@ -29,6 +29,7 @@ impl PgStore {
     ) -> Result<Vec<String>> {
         let ids = sqlx::query_scalar(
             "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             JOIN messages m ON m.id = t.message_id AND m.active
              WHERE t.conversation_id = $1 AND c.owner_id = $2 ORDER BY t.started_at, t.created_at",
         )
         .bind(conversation_id)

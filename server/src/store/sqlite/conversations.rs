@@ -4,6 +4,7 @@ use app::models::{ActiveRun, Conversation, ConversationSummary};
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::branches::{mark_siblings, SiblingRow};
 use crate::store::decode_message;
 use crate::store::rows::{ActiveRunRow, SummaryRow};
 
@@ -11,6 +12,14 @@ use crate::store::rows::{ActiveRunRow, SummaryRow};
 const SUMMARY: &str = "SELECT id, title, model, created_at, updated_at,
         archived_at IS NOT NULL AS archived
      FROM conversations WHERE id = ? AND owner_id = ?";
+
+/// Every message of a conversation (1) that has a sibling, oldest first.
+const SIBLINGS: &str =
+    "SELECT m.id, m.parent_id, m.role, json_extract(m.body, '$.trace_id') AS trace_id
+     FROM messages m WHERE m.conversation_id = ?1 AND EXISTS (
+        SELECT 1 FROM messages o WHERE o.conversation_id = ?1 AND o.parent_id IS m.parent_id
+            AND o.role = m.role AND o.id <> m.id)
+     ORDER BY m.created_at, m.rowid";
 
 impl SqliteStore {
     /// The conversations of `owner_id`, newest first: the archived ones, or the others.
@@ -58,15 +67,20 @@ impl SqliteStore {
             return Ok(None);
         };
         let bodies: Vec<String> = sqlx::query_scalar(
-            "SELECT body FROM messages WHERE conversation_id = ? ORDER BY position",
+            "SELECT body FROM messages WHERE conversation_id = ? AND active ORDER BY position",
         )
         .bind(id)
         .fetch_all(&mut *tx)
         .await?;
-        let messages = bodies
+        let mut messages = bodies
             .into_iter()
             .map(decode_message)
-            .collect::<Result<_>>()?;
+            .collect::<Result<Vec<_>>>()?;
+        let siblings: Vec<SiblingRow> = sqlx::query_as(SIBLINGS)
+            .bind(id)
+            .fetch_all(&mut *tx)
+            .await?;
+        mark_siblings(&mut messages, siblings);
         let active_run = sqlx::query_as::<_, ActiveRunRow>(
             "SELECT run_id, message_id FROM agent_traces WHERE conversation_id = ? AND status = 'running'
              ORDER BY started_at DESC LIMIT 1",

@@ -6,6 +6,7 @@
 //! moving the WAL into the file (`wal`).
 
 mod accounts;
+mod branches;
 mod conversations;
 mod manage;
 mod runs;

@@ -7,10 +7,11 @@ use rusqlite::{params, Connection, OptionalExtension};
 use super::search::{index_answer, index_steps, insert_docs};
 use super::SqliteStore;
 use crate::error::{Error, Result};
+use crate::store::branches::{check_target, run_messages, target_id, Placement, Target};
 use crate::store::search::{question_doc, title_doc};
 use crate::store::{
     decode_message, encode_message, one_run_at_a_time, sql_int, title_for, CheckpointChunk, NewRun,
-    OwnedFinish, StartedRun,
+    OwnedFinish, Rerun, StartedRun,
 };
 
 impl SqliteStore {
@@ -41,42 +42,49 @@ impl SqliteStore {
 }
 
 fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
-    let (conversation_id, model, history) = match &new.conversation_id {
+    let (conversation_id, model, place) = match &new.conversation_id {
         Some(id) => {
-            let (model, history) = continue_conversation(tx, &new, id)?;
-            (id.clone(), model, history)
+            let model = continue_conversation(tx, &new, id)?;
+            (id.clone(), model, place_run(tx, &new, id)?)
         }
         None => {
             let (id, model) = new_conversation(tx, &new)?;
             let title = title_doc(&title_for(&new.content), &new.now);
             insert_docs(tx, &new.owner_id, &id, &[title])?;
-            (id, model, Vec::new())
+            (id, model, Placement::first())
         }
     };
-    let position = history.len() as i64;
-    let user_message = Message::user(
-        new.user_message_id.clone(),
-        new.content.clone(),
-        new.now.clone(),
-    );
-    let mut assistant = Message::assistant(
-        new.assistant_message_id.clone(),
-        model.clone(),
-        new.now.clone(),
-    );
-    assistant.trace_id = Some(new.trace_id.clone());
+    if let Some(from) = place.deactivate_from {
+        tx.prepare_cached(
+            "UPDATE messages SET active = 0 WHERE conversation_id = ? AND active AND position >= ?",
+        )?
+        .execute(params![conversation_id, from])?;
+    }
+    let asked = place.question.is_none();
+    let (user_message, assistant) = run_messages(&new, &model, place.question);
     let mut insert_message = tx.prepare_cached(
-        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
     )?;
-    for (offset, message) in [&user_message, &assistant].into_iter().enumerate() {
+    let rows = [
+        (&user_message, place.position, place.parent_id.clone()),
+        (
+            &assistant,
+            place.position + 1,
+            Some(user_message.id.clone()),
+        ),
+    ];
+    for (message, position, parent_id) in rows.into_iter().skip(usize::from(!asked)) {
         insert_message.execute(params![
             message.id,
             conversation_id,
-            position + offset as i64,
+            position,
             role_name(message),
             message.status.as_str(),
             encode_message(message)?,
-            message.created_at
+            message.created_at,
+            parent_id,
+            new.now
         ])?;
     }
     tx.prepare_cached(
@@ -88,17 +96,19 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
         new.run_id,
         conversation_id,
         new.assistant_message_id,
-        new.user_message_id,
+        user_message.id,
         model,
         new.now,
         new.now
     ])?;
-    let question = question_doc(&user_message, &model);
-    insert_docs(tx, &new.owner_id, &conversation_id, &[question])?;
+    if asked {
+        let question = question_doc(&user_message, &model);
+        insert_docs(tx, &new.owner_id, &conversation_id, &[question])?;
+    }
     Ok(StartedRun {
         conversation_id,
         model,
-        history,
+        history: place.history,
         user_message,
     })
 }
@@ -126,35 +136,94 @@ fn new_conversation(tx: &Connection, new: &NewRun) -> Result<(String, String)> {
 }
 
 /// An existing conversation of the user's, with no run going: its model (the request's, when
-/// given, is stored) and its messages so far.
-fn continue_conversation(
-    tx: &Connection,
-    new: &NewRun,
-    id: &str,
-) -> Result<(String, Vec<Message>)> {
+/// given, is stored).
+fn continue_conversation(tx: &Connection, new: &NewRun, id: &str) -> Result<String> {
     let stored: String = tx
         .prepare_cached("SELECT model FROM conversations WHERE id = ? AND owner_id = ?")?
         .query_row(params![id, new.owner_id], |row| row.get(0))
         .optional()?
         .ok_or(Error::NotFound("conversation"))?;
-    let busy = tx
-        .prepare_cached(
-            "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
-        )?
-        .exists(params![id])?;
-    if busy {
+    if conversation_busy(tx, id)? {
         return Err(one_run_at_a_time());
     }
     let model = new.model.clone().unwrap_or(stored);
     tx.prepare_cached("UPDATE conversations SET model = ?, updated_at = ? WHERE id = ?")?
         .execute(params![model, new.now, id])?;
-    let mut statement =
-        tx.prepare_cached("SELECT body FROM messages WHERE conversation_id = ? ORDER BY position")?;
-    let bodies = statement.query_map(params![id], |row| row.get::<_, String>(0))?;
-    let history = bodies
-        .map(|body| decode_message(body?))
-        .collect::<Result<Vec<_>>>()?;
-    Ok((model, history))
+    Ok(model)
+}
+
+/// Whether a run is going in the conversation.
+pub(super) fn conversation_busy(tx: &Connection, id: &str) -> Result<bool> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT 1 FROM agent_traces WHERE conversation_id = ? AND status = 'running' LIMIT 1",
+        )?
+        .exists(params![id])?)
+}
+
+/// Where the run's messages go in the conversation `id`: after its active path, or in place of
+/// the message a regenerate or an edit names.
+fn place_run(tx: &Connection, new: &NewRun, id: &str) -> Result<Placement> {
+    let Some(rerun) = &new.rerun else {
+        let history = active_path(tx, id, i64::MAX)?;
+        return Ok(Placement {
+            position: history.len() as i64,
+            parent_id: history.last().map(|message| message.id.clone()),
+            history,
+            question: None,
+            deactivate_from: None,
+        });
+    };
+    let target = target_of(tx, id, target_id(rerun))?.ok_or(Error::NotFound("message"))?;
+    check_target(rerun, &target)?;
+    match rerun {
+        Rerun::Regenerate(_) => {
+            let question_id = target.parent_id.ok_or(Error::NotFound("message"))?;
+            let body: String = tx
+                .prepare_cached("SELECT body FROM messages WHERE id = ?")?
+                .query_row(params![question_id], |row| row.get(0))?;
+            Ok(Placement {
+                history: active_path(tx, id, target.position - 1)?,
+                position: target.position - 1,
+                parent_id: None,
+                question: Some(decode_message(body)?),
+                deactivate_from: Some(target.position),
+            })
+        }
+        Rerun::Edit(_) => Ok(Placement {
+            history: active_path(tx, id, target.position)?,
+            position: target.position,
+            parent_id: target.parent_id,
+            question: None,
+            deactivate_from: Some(target.position),
+        }),
+    }
+}
+
+/// The active path of a conversation before `before` (a position), in order.
+fn active_path(tx: &Connection, id: &str, before: i64) -> Result<Vec<Message>> {
+    let mut statement = tx.prepare_cached(
+        "SELECT body FROM messages WHERE conversation_id = ? AND active AND position < ? ORDER BY position",
+    )?;
+    let bodies = statement.query_map(params![id, before], |row| row.get::<_, String>(0))?;
+    bodies.map(|body| decode_message(body?)).collect()
+}
+
+/// A message of the conversation `id`, as a rerun or a switch names it.
+pub(super) fn target_of(tx: &Connection, id: &str, message_id: &str) -> Result<Option<Target>> {
+    Ok(tx
+        .prepare_cached(
+            "SELECT position, role, parent_id, active FROM messages WHERE id = ? AND conversation_id = ?",
+        )?
+        .query_row(params![message_id, id], |row| {
+            Ok(Target {
+                position: row.get(0)?,
+                role: row.get(1)?,
+                parent_id: row.get(2)?,
+                active: row.get(3)?,
+            })
+        })
+        .optional()?)
 }
 
 fn role_name(message: &Message) -> &'static str {

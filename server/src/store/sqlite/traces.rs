@@ -23,6 +23,7 @@ impl SqliteStore {
     ) -> Result<Vec<String>> {
         let ids = sqlx::query_scalar(
             "SELECT t.trace_id FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             JOIN messages m ON m.id = t.message_id AND m.active
              WHERE t.conversation_id = ? AND c.owner_id = ? ORDER BY t.started_at, t.created_at",
         )
         .bind(conversation_id)

@@ -1,0 +1,133 @@
+// Branches (issue 36): regenerate an answer (with the same model and with another), edit a
+// question, and move between the versions with `< n / m >`; each state checked again after a
+// reload (the server's render, then hydration) with no console or hydration problem. Two fake
+// OpenAI models answer "Answer N by MODEL", N counting the requests, and record what they got.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
+
+let server;
+let browser;
+let fake;
+const requests = [];
+
+async function startFake() {
+  const http = createServer((request, response) => {
+    let body = '';
+    request.on('data', (part) => { body += part; });
+    request.on('end', () => {
+      const parsed = JSON.parse(body || '{}');
+      requests.push(parsed);
+      const text = `Answer ${requests.length} by ${parsed.model}`;
+      const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(chunk({ content: text }));
+      response.write(chunk({}, 'stop'));
+      response.end('data: [DONE]\n\n');
+    });
+  });
+  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return { baseUrl: `http://127.0.0.1:${http.address().port}/v1`, close: () => new Promise((r) => http.close(r)) };
+}
+
+before(async () => {
+  fake = await startFake();
+  const dir = mkdtempSync(join(tmpdir(), 'glassbox-branches-'));
+  const providers = join(dir, 'providers.json');
+  writeFileSync(providers, JSON.stringify({ providers: [{ name: 'fake', kind: 'openai_chat', base_url: fake.baseUrl, models: ['m', 'n'] }] }));
+  server = await startServer({ args: ['--providers-file', providers] });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await fake?.close();
+});
+
+/** A finished one-turn conversation, made through the API: its id. */
+async function conversation(question) {
+  const started = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ content: question, model: 'fake/m' }),
+  }).then((response) => response.json());
+  await fetch(`${server.url}/api/runs/${started.run_id}/events`).then((response) => response.text());
+  return started.conversation_id;
+}
+
+async function reload(page) {
+  await page.reload();
+  await waitForHydration(page);
+}
+
+const answer = (page) => page.locator('.message.assistant').last();
+const question = (page) => page.locator('.message.user').last();
+
+/** Waits until the last answer reads `text` and shows the version `count` (e.g. "2 / 3"). */
+async function answerIs(page, text, count) {
+  await answer(page).locator('.message-text, .text-segment, p', { hasText: text }).first().waitFor();
+  await answer(page).locator('.sibling-count', { hasText: count }).waitFor();
+}
+
+test('an answer is regenerated, with another model too, and its versions survive a reload', async () => {
+  const id = await conversation('What is two plus two?');
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/c/${id}`);
+  await waitForHydration(page);
+  await answer(page).getByRole('button', { name: 'Regenerate', exact: true }).click();
+  await answerIs(page, 'Answer 2 by m', '2 / 2');
+  const history = requests[1].messages.filter((m) => m.role !== 'system');
+  assert.deepEqual(history.map((m) => m.role), ['user'], 'the old answer is not in the history');
+  await answer(page).getByRole('button', { name: 'Previous version' }).click();
+  await answerIs(page, 'Answer 1 by m', '1 / 2');
+  await reload(page);
+  await answerIs(page, 'Answer 1 by m', '1 / 2');
+  // Another model for the rerun.
+  await answer(page).locator('.regenerate-menu > summary').click();
+  await answer(page).getByRole('menuitem', { name: 'fake/n' }).click();
+  await answerIs(page, 'Answer 3 by n', '3 / 3');
+  assert.equal(requests[2].model, 'n');
+  await reload(page);
+  await answerIs(page, 'Answer 3 by n', '3 / 3');
+  assert.ok(await answer(page).locator('a.compare-link').getAttribute('href').then((href) => href.startsWith('/compare/')));
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('a question is edited and sent again; Esc cancels; both versions stay reachable after a reload', async () => {
+  const id = await conversation('What is one plus one?');
+  const asked = requests.length;
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/c/${id}`);
+  await waitForHydration(page);
+  await question(page).getByRole('button', { name: 'Edit' }).click();
+  await page.getByLabel('Edit the question').fill('never sent');
+  await page.getByLabel('Edit the question').press('Escape');
+  assert.equal(await page.getByLabel('Edit the question').count(), 0);
+  assert.equal(await question(page).locator('.message-text').innerText(), 'What is one plus one?');
+  await question(page).getByRole('button', { name: 'Edit' }).click();
+  await page.getByLabel('Edit the question').fill('What is three plus three?');
+  await page.getByRole('button', { name: 'Send', exact: true }).first().click();
+  await question(page).locator('.message-text', { hasText: 'What is three plus three?' }).waitFor();
+  await answer(page).locator('.message-footer').waitFor();
+  await question(page).locator('.sibling-count', { hasText: '2 / 2' }).waitFor();
+  const history = requests[asked].messages.filter((m) => m.role !== 'system');
+  assert.deepEqual(history.map((m) => m.content), ['What is three plus three?']);
+  await reload(page);
+  await question(page).locator('.sibling-count', { hasText: '2 / 2' }).waitFor();
+  await question(page).getByRole('button', { name: 'Previous version' }).click();
+  await question(page).locator('.message-text', { hasText: 'What is one plus one?' }).waitFor();
+  await answer(page).locator('p, .message-text, .text-segment', { hasText: `Answer ${asked} by m` }).first().waitFor();
+  await reload(page);
+  await question(page).locator('.sibling-count', { hasText: '1 / 2' }).waitFor();
+  assert.equal(await question(page).locator('.message-text').innerText(), 'What is one plus one?');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
