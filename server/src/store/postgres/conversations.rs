@@ -75,6 +75,7 @@ impl PgStore {
             messages,
             active_run,
             earlier: 0,
+            feedback: Vec::new(),
         }))
     }
 

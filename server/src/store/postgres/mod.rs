@@ -11,6 +11,7 @@
 mod accounts;
 mod bus;
 mod conversations;
+mod feedback;
 mod lease;
 mod manage;
 mod runs;

@@ -81,6 +81,7 @@ impl SqliteStore {
             messages,
             active_run,
             earlier: 0,
+            feedback: Vec::new(),
         }))
     }
 

@@ -7,6 +7,7 @@
 
 mod accounts;
 mod conversations;
+mod feedback;
 mod manage;
 mod runs;
 mod search;

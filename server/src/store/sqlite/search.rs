@@ -24,6 +24,7 @@ impl SqliteStore {
             .bind(&query.status)
             .bind(&query.model)
             .bind(MAX_HITS)
+            .bind(&query.feedback)
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.into_iter().map(|row| row.into_hit(query)).collect())
@@ -39,7 +40,7 @@ const BY_WORDS: &str =
      JOIN conversations c ON c.id = d.conversation_id
      WHERE search_fts MATCH ?2 AND d.owner_id = ?1
        AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
-       AND (?5 IS NULL OR d.model = ?5)
+       AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY f.rowid DESC LIMIT ?6";
 
 /// Filters only: the owner's pieces, newest first (the owner's index is in rowid order).
@@ -48,7 +49,7 @@ const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_titl
      FROM search_docs d JOIN conversations c ON c.id = d.conversation_id
      WHERE d.owner_id = ?1 AND ?2 IS NULL
        AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
-       AND (?5 IS NULL OR d.model = ?5)
+       AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY d.id DESC LIMIT ?6";
 
 /// Adds pieces of one conversation of `owner_id`.
@@ -79,7 +80,8 @@ pub(super) fn insert_docs(
     Ok(())
 }
 
-/// Indexes a finished assistant message (replacing what a retried end wrote).
+/// Indexes a finished assistant message (replacing what a retried end wrote; its feedback's
+/// pieces stay).
 pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -> Result<()> {
     let owner: Option<(String, String)> = tx
         .prepare_cached(
@@ -91,7 +93,7 @@ pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -
     let Some((owner_id, conversation_id)) = owner else {
         return Ok(());
     };
-    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ?")?
+    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ? AND kind <> 'feedback'")?
         .execute(params![message.id])?;
     insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message))
 }
