@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use super::feed::MessageModel;
+use super::feedback::{AnswerFeedback, FeedbackStore, NoteTarget};
 use super::live::{ChatState, Entry};
 use super::segments::MessageBlocks;
 use crate::protocol::MessageStatus;
@@ -285,12 +286,26 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
     // work for all the messages already shown).
     let menu_open = RwSignal::new(false);
     let message_id = id.clone();
+    let store = use_context::<FeedbackStore>();
+    let notes = store.map(|store| NoteTarget {
+        message_id: id.clone(),
+        store,
+    });
+    let feedback_id = StoredValue::new(id.clone());
     let footer = move || {
         model
             .trace_id
             .get()
             .filter(|_| !streaming())
-            .map(|trace_id| view! { <MessageFooter model trace_id state menu_open /> })
+            .map(|trace_id| {
+                let feedback = store.map(|store| {
+                    view! { <AnswerFeedback message_id=feedback_id.get_value() store /> }
+                });
+                view! {
+                    <MessageFooter model trace_id state menu_open />
+                    {feedback}
+                }
+            })
     };
     view! {
         <article
@@ -301,7 +316,7 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             data-status=move || model.status.get().as_str()
             aria-busy=move || streaming().to_string()
         >
-            <MessageBlocks model />
+            <MessageBlocks model notes />
             <RetryNote model />
             <super::activity::ActivityStrip model />
             {footer}

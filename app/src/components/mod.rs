@@ -5,6 +5,7 @@ mod approval;
 mod composer;
 pub mod escape;
 pub mod feed;
+pub mod feedback;
 #[cfg(feature = "hydrate")]
 mod follow_bottom;
 mod icons;
