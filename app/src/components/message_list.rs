@@ -298,13 +298,11 @@ fn AssistantMessage(id: String, model: MessageModel, state: ChatState) -> impl I
             .get()
             .filter(|_| !streaming())
             .map(|trace_id| {
+                // The reader's thumbs and comment, on the footer's own line.
                 let feedback = store.map(|store| {
-                    view! { <AnswerFeedback message_id=feedback_id.get_value() store /> }
+                    view! { <AnswerFeedback message_id=feedback_id.get_value() store /> }.into_any()
                 });
-                view! {
-                    <MessageFooter model trace_id state menu_open />
-                    {feedback}
-                }
+                view! { <MessageFooter model trace_id state menu_open feedback /> }
             })
     };
     view! {
@@ -380,6 +378,7 @@ fn MessageFooter(
     trace_id: String,
     state: ChatState,
     menu_open: RwSignal<bool>,
+    feedback: Option<AnyView>,
 ) -> impl IntoView {
     let facts = move || model.facts.get();
     let duration = move || facts().duration_ms.map(super::segments::format_duration);
@@ -420,6 +419,7 @@ fn MessageFooter(
                     </div>
                 </details>
             </span>
+            {feedback}
         </footer>
     }
     .into_any()
