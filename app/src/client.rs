@@ -48,6 +48,20 @@ pub fn trace_inspector(trace_id: &str) -> String {
     format!("/api/traces/{trace_id}/inspector.json")
 }
 
+/// `PUT` sets the feedback on an answer, `DELETE` removes it.
+pub fn message_feedback(message_id: &str) -> String {
+    format!("/api/messages/{}/feedback", url_encode(message_id))
+}
+
+/// `PUT` sets a note on a step of an answer, `DELETE` removes it.
+pub fn step_note(message_id: &str, step_id: &str) -> String {
+    format!(
+        "/api/messages/{}/steps/{}/note",
+        url_encode(message_id),
+        url_encode(step_id)
+    )
+}
+
 /// `GET` here with `?q=` searches the user's conversations.
 pub const SEARCH: &str = "/api/search";
 
@@ -323,6 +337,35 @@ pub async fn delete_all_conversations() -> Result<u64, ClientError> {
 pub async fn archived_conversations() -> Result<Vec<ConversationSummary>, ClientError> {
     let url = format!("{CONVERSATIONS}?archived=true");
     read(send(Request::get(&url).build(), &[]).await?).await
+}
+
+/// Sets (or edits) the feedback on an answer, or a step's note when `step_id` is given: the
+/// stored feedback.
+#[cfg(feature = "hydrate")]
+pub async fn put_feedback(
+    message_id: &str,
+    step_id: Option<&str>,
+    rating: Option<crate::models::Rating>,
+    comment: String,
+) -> Result<crate::models::Feedback, ClientError> {
+    let request = match step_id {
+        Some(step) => Request::put(&step_note(message_id, step))
+            .json(&serde_json::json!({ "comment": comment })),
+        None => Request::put(&message_feedback(message_id))
+            .json(&serde_json::json!({ "rating": rating, "comment": comment })),
+    };
+    read(send(request, &[]).await?).await
+}
+
+/// Removes the feedback on an answer, or a step's note. 404: already gone.
+#[cfg(feature = "hydrate")]
+pub async fn delete_feedback(message_id: &str, step_id: Option<&str>) -> Result<(), ClientError> {
+    let url = match step_id {
+        Some(step) => step_note(message_id, step),
+        None => message_feedback(message_id),
+    };
+    send(Request::delete(&url).build(), &[404]).await?;
+    Ok(())
 }
 
 /// The user's conversations searched for `query` (the syntax of docs/protocol.md).

@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 mod inspector;
 
 pub use inspector::{
-    FunctionTag, InspectorEntry, InspectorFunction, InspectorFunctionCall, InspectorMessage,
-    LlmRequestEntry, LlmRequestTag, McpEntry, McpTag, ToolCallEntry, ToolCallTag,
+    FunctionTag, InspectorEntry, InspectorFeedback, InspectorFunction, InspectorFunctionCall,
+    InspectorMessage, LlmRequestEntry, LlmRequestTag, McpEntry, McpTag, ToolCallEntry, ToolCallTag,
 };
 
 use crate::protocol::{
@@ -38,6 +38,59 @@ pub struct Conversation {
     /// How many older messages the page left out (`messages` is then the newest part).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub earlier: usize,
+    /// The reader's feedback on these messages and their steps (issue 36).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<Feedback>,
+}
+
+/// A thumbs up or down on an answer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rating {
+    Up,
+    Down,
+}
+
+impl Rating {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rating::Up => "up",
+            Rating::Down => "down",
+        }
+    }
+}
+
+/// A user's feedback on an answer (`step_id` none: a rating and/or a comment) or a note on one of
+/// its steps (`step_id`: a reasoning part's id or a tool call's id; no rating). Its owner's only.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Feedback {
+    pub message_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_id: Option<String>,
+    #[serde(default)]
+    pub rating: Option<Rating>,
+    #[serde(default)]
+    pub comment: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The feedback on the answer `message_id` (not on one of its steps), if any.
+pub fn answer_feedback<'a>(feedback: &'a [Feedback], message_id: &str) -> Option<&'a Feedback> {
+    feedback
+        .iter()
+        .find(|item| item.message_id == message_id && item.step_id.is_none())
+}
+
+/// The note on the step `step_id` of `message_id`, if any.
+pub fn step_note<'a>(
+    feedback: &'a [Feedback],
+    message_id: &str,
+    step_id: &str,
+) -> Option<&'a Feedback> {
+    feedback
+        .iter()
+        .find(|item| item.message_id == message_id && item.step_id.as_deref() == Some(step_id))
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -123,6 +176,10 @@ pub struct Trace {
     pub cancellation_reason: Option<String>,
     pub error_code: Option<ErrorCode>,
     pub events: Vec<Event>,
+    /// The reader's feedback on this run's answer and steps (issue 36); a share link's reader
+    /// gets none: feedback is private to its author.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback: Vec<Feedback>,
 }
 
 /// When a model turn ran, for the timeline (an AG-UI agent's request is a turn).
@@ -237,6 +294,7 @@ mod tests {
             messages,
             active_run: None,
             earlier: 0,
+            feedback: Vec::new(),
         }
     }
 

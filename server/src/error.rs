@@ -50,6 +50,9 @@ pub enum Error {
     /// 413: the body is larger than the limit.
     #[error("the request body is larger than {0} bytes")]
     PayloadTooLarge(usize),
+    /// 413: one field is longer than its limit (e.g. a feedback comment), said in the message.
+    #[error("{0}")]
+    FieldTooLarge(String),
     /// 408: the request's body did not arrive whole in time (`--body-read-timeout-secs`).
     #[error("the request body did not arrive in time")]
     BodyTimeout,
@@ -85,7 +88,7 @@ impl Error {
             Error::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Error::UnknownHost => StatusCode::MISDIRECTED_REQUEST,
             Error::Conflict(_) | Error::RunInProgress(_) => StatusCode::CONFLICT,
-            Error::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Error::PayloadTooLarge(_) | Error::FieldTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Error::BodyTimeout => StatusCode::REQUEST_TIMEOUT,
             Error::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Error::TooBusy(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -108,7 +111,7 @@ impl Error {
             Error::UnknownHost => "unknown_host",
             Error::Conflict(_) => "conflict",
             Error::RunInProgress(_) => "run_in_progress",
-            Error::PayloadTooLarge(_) => "payload_too_large",
+            Error::PayloadTooLarge(_) | Error::FieldTooLarge(_) => "payload_too_large",
             Error::BodyTimeout => "request_timeout",
             Error::UnsupportedMediaType => "unsupported_media_type",
             Error::TooBusy(_) => "too_many_runs",

@@ -293,6 +293,7 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
         get(base, "", "/api/search?q=private").await.0,
         StatusCode::UNAUTHORIZED
     );
+    feedback_is_the_owners_only(base, &alice, &bob, &field("message_id")).await;
     for (name, args) in [
         ("conversations", vec![]),
         ("conversation", vec![("id", conversation.as_str())]),
@@ -382,6 +383,45 @@ async fn branching_is_the_owners_only(base: &str, alice: &str, bob: &str, conver
         before,
         "Alice's conversation is unchanged"
     );
+}
+
+/// Feedback (issue 36): Bob can neither set, edit nor remove feedback or notes on Alice's answer
+/// (404, as for an unknown message), nor find hers by search; Alice's stays as she left it.
+async fn feedback_is_the_owners_only(base: &str, alice: &str, bob: &str, message: &str) {
+    let feedback = format!("/api/messages/{message}/feedback");
+    let note = format!("/api/messages/{message}/steps/any-step/note");
+    let body = json!({"rating": "down", "comment": "Alice's private verdict"});
+    let (status, answer) =
+        send_json(base, alice, reqwest::Method::PUT, &feedback, body.clone()).await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
+    for (method, path, body) in [
+        (reqwest::Method::PUT, &feedback, json!({"rating": "up"})),
+        (reqwest::Method::DELETE, &feedback, json!({})),
+        (reqwest::Method::PUT, &note, json!({"comment": "Bob's"})),
+        (reqwest::Method::DELETE, &note, json!({})),
+    ] {
+        let (status, answer) = send_json(base, bob, method.clone(), path, body).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {answer}");
+        assert_eq!(answer["code"], "not_found");
+    }
+    for q in ["feedback:down", "verdict"] {
+        let path = format!("/api/search?q={q}");
+        let (status, body) = get(base, bob, &path).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::OK, r#"{"results":[]}"#)
+        );
+        let (_, body) = get(base, alice, &path).await;
+        assert!(body.contains(message), "Alice's {q}: {body}");
+    }
+    let (_, conversation) = get(base, bob, "/api/conversations").await;
+    assert!(!conversation.contains("verdict"));
+    let (status, body) = get(base, alice, "/api/conversations").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(!body.contains("verdict"), "the list carries no feedback");
+    let (status, answer) =
+        send_json(base, alice, reqwest::Method::DELETE, &feedback, json!({})).await;
+    assert_eq!((status, answer), (StatusCode::NO_CONTENT, Value::Null));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

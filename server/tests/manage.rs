@@ -176,6 +176,25 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
         ))
         .await
         .expect("a model turn");
+    // Feedback on the answer and a note on its tool call (issue 36), each with a search piece.
+    let answer = reply["message_id"].as_str().expect("message");
+    let call = tool_call_of(&server, &id, answer).await;
+    let (status, body) = server
+        .send_json(
+            Method::PUT,
+            &format!("/api/messages/{answer}/feedback"),
+            Some(json!({"rating": "down", "comment": format!("wrong about {secret}")})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .send_json(
+            Method::PUT,
+            &format!("/api/messages/{answer}/steps/{call}/note"),
+            Some(json!({"comment": format!("searched {secret} again")})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
     let rows = |conversation: &str| {
         let traces =
             format!("(SELECT trace_id FROM agent_traces WHERE conversation_id = '{conversation}')");
@@ -187,6 +206,7 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
             format!("SELECT COUNT(*) FROM model_turns WHERE trace_id IN {traces}"),
             format!("SELECT COUNT(*) FROM trace_shares WHERE trace_id IN {traces}"),
             format!("SELECT COUNT(*) FROM search_docs WHERE conversation_id = '{conversation}'"),
+            format!("SELECT COUNT(*) FROM feedback WHERE conversation_id = '{conversation}'"),
         ]
     };
     let mut before = Vec::new();
@@ -194,15 +214,15 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
         before.push(server.count(&sql).await);
     }
     assert_eq!(before[..3], [1, 4, 2], "{before:?}");
-    // Its search pieces: the title, two questions, two tool calls, two answers.
-    assert_eq!(before[4..], [1, 1, 7], "{before:?}");
+    // Its search pieces: the title, two questions, two tool calls, two answers, two feedback.
+    assert_eq!(before[4..], [1, 1, 9, 2], "{before:?}");
     let kept_before = server.count(&rows(&kept)[1]).await;
     let search = format!("/api/search?q=%22{secret}%22");
     let (status, found) = server.get_json(&search).await;
     assert_eq!(status, 200, "{found}");
     assert_eq!(
         found["results"].as_array().map(Vec::len),
-        Some(7),
+        Some(9),
         "{found}"
     );
 
@@ -288,6 +308,25 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
         );
     }
     server.stop().await;
+}
+
+/// The `call_id` of the first tool call of the message `message_id` of conversation `id`.
+async fn tool_call_of(server: &TestServer, id: &str, message_id: &str) -> String {
+    let (_, conversation) = server.get_json(&format!("/api/conversations/{id}")).await;
+    let message = conversation["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|message| message["id"] == message_id)
+        .expect("the message")
+        .clone();
+    message["segments"]
+        .as_array()
+        .expect("segments")
+        .iter()
+        .find_map(|segment| segment["call_id"].as_str())
+        .expect("a tool call")
+        .to_owned()
 }
 
 /// Moves the whole WAL into the database file and empties it (`TRUNCATE`), from a connection of

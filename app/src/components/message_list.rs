@@ -2,6 +2,7 @@ use leptos::prelude::*;
 
 use super::branches::{RegenerateActions, SiblingNav, UserMessage};
 use super::feed::MessageModel;
+use super::feedback::{AnswerFeedback, FeedbackStore, NoteTarget};
 use super::live::{ChatState, Entry};
 use super::segments::MessageBlocks;
 use crate::protocol::MessageStatus;
@@ -321,6 +322,11 @@ fn AssistantMessage(
     let message_id = id.clone();
     let answer_id = StoredValue::new(id.clone());
     let siblings = StoredValue::new(siblings);
+    let store = use_context::<FeedbackStore>();
+    let notes = store.map(|store| NoteTarget {
+        message_id: id.clone(),
+        store,
+    });
     let footer = move || {
         model
             .trace_id
@@ -335,7 +341,11 @@ fn AssistantMessage(
                     })}
                 };
                 let branches = branches.into_any();
-                view! { <MessageFooter model trace_id state menu_open branches /> }
+                // The reader's thumbs and comment, on the footer's own line.
+                let feedback = store.map(|store| {
+                    view! { <AnswerFeedback message_id=answer_id.get_value() store /> }.into_any()
+                });
+                view! { <MessageFooter model trace_id state menu_open branches feedback /> }
             })
     };
     view! {
@@ -347,7 +357,7 @@ fn AssistantMessage(
             data-status=move || model.status.get().as_str()
             aria-busy=move || streaming().to_string()
         >
-            <MessageBlocks model />
+            <MessageBlocks model notes />
             <RetryNote model />
             <super::activity::ActivityStrip model />
             {footer}
@@ -413,6 +423,8 @@ fn MessageFooter(
     menu_open: RwSignal<bool>,
     /// The answer's versions and rerun actions (`branches.rs`).
     branches: AnyView,
+    /// The reader's thumbs and comment (`feedback.rs`).
+    feedback: Option<AnyView>,
 ) -> impl IntoView {
     let facts = move || model.facts.get();
     let duration = move || facts().duration_ms.map(super::segments::format_duration);
@@ -454,6 +466,7 @@ fn MessageFooter(
                 </details>
                 {branches}
             </span>
+            {feedback}
         </footer>
     }
     .into_any()

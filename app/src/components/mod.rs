@@ -6,6 +6,7 @@ mod branches;
 mod composer;
 pub mod escape;
 pub mod feed;
+pub mod feedback;
 #[cfg(feature = "hydrate")]
 mod follow_bottom;
 mod icons;

@@ -35,6 +35,11 @@ fn kind_label(hit: &SearchHit) -> String {
     match (hit.kind.as_str(), &hit.tool) {
         ("tool", Some(tool)) => format!("tool {tool}"),
         ("title", _) => "title".to_owned(),
+        ("feedback", _) => match hit.status.as_deref() {
+            Some("up") => "feedback 👍".to_owned(),
+            Some("down") => "feedback 👎".to_owned(),
+            _ => "note".to_owned(),
+        },
         (kind, _) => kind.to_owned(),
     }
 }

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use leptos::prelude::*;
 
 use super::feed::MessageModel;
+use super::feedback::{NoteTarget, StepNote};
 use super::icons::Icon;
 use super::markdown::{Markdown, StreamingMarkdown};
 use crate::settings::{use_settings, DisplayMode, Settings};
@@ -85,7 +86,13 @@ fn pretty_args(args: &serde_json::Value) -> String {
 /// way, so the end of a run changes attributes, not the DOM. Blocks are keyed by id; each reads
 /// its own signal, so a change in one block redraws that block only.
 #[component]
-pub fn MessageBlocks(model: MessageModel) -> impl IntoView {
+pub fn MessageBlocks(
+    model: MessageModel,
+    /// Where step notes go (a finished answer of the reader's); none: no notes.
+    #[prop(default = None)]
+    notes: Option<NoteTarget>,
+) -> impl IntoView {
+    let notes = StoredValue::new(notes);
     let working = move || model.is_streaming() && model.blocks.with(Vec::is_empty);
     let streaming = Memo::new(move |_| model.is_streaming());
     let tool_count = Memo::new(move |_| model.tool_counts().0);
@@ -103,7 +110,13 @@ pub fn MessageBlocks(model: MessageModel) -> impl IntoView {
                     model.blocks.with(|blocks| blocks.last().is_some_and(|last| last.id == id))
                 });
                 let live = Signal::derive(move || streaming.get() && is_last.get());
-                block_view(block.segment, live, streaming.into(), tool_count.into())
+                let is_step = block.segment.with_untracked(|s| !matches!(s, Segment::Text(_)));
+                let view = block_view(block.segment, live, streaming.into(), tool_count.into());
+                let note = notes.get_value().filter(|_| is_step).map(|target| {
+                    let step = block.id.clone();
+                    move || (!streaming.get()).then(|| view! { <StepNote target=target.clone() step_id=step.clone() /> })
+                });
+                view! { {view} {note} }
             }
         </For>
     }

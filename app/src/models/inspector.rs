@@ -26,6 +26,9 @@ pub struct LlmRequestEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotation: Option<String>,
     pub conversation: Vec<InspectorMessage>,
+    /// The reader's feedback on the run's answer, on the turn that wrote it (the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<InspectorFeedback>,
     pub model: String,
     /// The provider's response as recorded, in chat-completion shape.
     pub response: Value,
@@ -73,6 +76,9 @@ pub struct ToolCallEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli_output: Option<String>,
     pub duration_ms: Option<u64>,
+    /// The reader's note on this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<InspectorFeedback>,
     /// The output, `Error (kind): message`, or the status of a call that did not end.
     pub result: String,
     pub status: ToolCallStatus,
@@ -95,6 +101,9 @@ pub struct McpEntry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cli_output: Option<String>,
     pub duration_ms: Option<u64>,
+    /// The reader's note on this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<InspectorFeedback>,
     /// The server's progress notifications, in order, each with its `ts`.
     pub progress: Vec<Value>,
     pub result: String,
@@ -102,6 +111,26 @@ pub struct McpEntry {
     pub status: ToolCallStatus,
     pub tool: String,
     pub r#type: McpTag,
+}
+
+/// Feedback on an entry (issue 36): a rating (on the answer's turn only) and a comment.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InspectorFeedback {
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub comment: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating: Option<crate::models::Rating>,
+    pub updated_at: String,
+}
+
+impl From<&crate::models::Feedback> for InspectorFeedback {
+    fn from(feedback: &crate::models::Feedback) -> Self {
+        InspectorFeedback {
+            comment: feedback.comment.clone(),
+            rating: feedback.rating,
+            updated_at: feedback.updated_at.clone(),
+        }
+    }
 }
 
 /// `"type": "llm_request"`.
@@ -163,6 +192,11 @@ mod tests {
             arguments: json!({"path": "."}),
             cli_output: None,
             duration_ms: Some(3),
+            feedback: Some(InspectorFeedback {
+                comment: "wrong file".into(),
+                rating: None,
+                updated_at: "2026-01-01T00:00:01.000Z".into(),
+            }),
             result: "ok".into(),
             status: ToolCallStatus::Success,
             tool_name: "list_dir".into(),
@@ -174,6 +208,7 @@ mod tests {
             cancelled: true,
             cli_output: Some("out".into()),
             duration_ms: None,
+            feedback: None,
             progress: vec![json!({"progress": 1})],
             result: "cancelled".into(),
             server: "everything".into(),
@@ -196,6 +231,11 @@ mod tests {
                     r#type: FunctionTag::Function,
                 }],
             }],
+            feedback: Some(InspectorFeedback {
+                comment: String::new(),
+                rating: Some(crate::models::Rating::Down),
+                updated_at: "2026-01-01T00:00:01.000Z".into(),
+            }),
             model: "m".into(),
             response: json!({"choices": []}),
             r#type: LlmRequestTag::LlmRequest,

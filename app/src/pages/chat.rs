@@ -95,6 +95,14 @@ fn ConversationView(
             run_id: run.run_id,
             message_id: run.message_id,
         });
+    let feedback = crate::components::feedback::FeedbackStore::new(
+        conversation
+            .as_ref()
+            .map(|c| c.feedback.clone())
+            .unwrap_or_default(),
+    );
+    // The answers' footers and step blocks read and change the reader's feedback here.
+    provide_context(feedback);
     let (id, title, messages, earlier) = match conversation {
         Some(conversation) => (
             Some(conversation.summary.id),

@@ -57,7 +57,14 @@ impl Reader {
         if !self.may_read(self.owner_id(), trace_id) {
             return Ok(None);
         }
-        store.get_trace(self.owner_id(), trace_id).await
+        let trace = store.get_trace(self.owner_id(), trace_id).await?;
+        // Feedback is its author's: a share link shows the run, not what its owner thought of it.
+        Ok(trace.map(|mut trace| {
+            if matches!(self, Reader::Share(_)) {
+                trace.feedback.clear();
+            }
+            trace
+        }))
     }
 
     /// The model turns of `trace` (which this reader may read), each request as it was sent. A

@@ -1,11 +1,12 @@
 //! The Agent Inspector list: `llm_request` entries (the conversation as sent and the response, in
 //! OpenAI chat format), `tool_call` entries and `mcp` entries (a call to an MCP server's tool,
 //! with its progress notifications), in the order they happened. A call that waited for a person
-//! carries its `approval`.
+//! carries its `approval`. The reader's feedback (issue 36) is a `feedback` object: the answer's
+//! (rating and comment) on the last `llm_request`, a tool call's note on its entry.
 
 use app::models::{
-    InspectorEntry, InspectorFunction, InspectorFunctionCall, InspectorMessage, LlmRequestEntry,
-    McpEntry, ToolCallEntry,
+    answer_feedback, step_note, InspectorEntry, InspectorFeedback, InspectorFunction,
+    InspectorFunctionCall, InspectorMessage, LlmRequestEntry, McpEntry, ToolCallEntry,
 };
 use app::protocol::{fold, EventKind, ToolCallSegment, ToolCallStatus};
 use serde_json::{json, Value};
@@ -37,7 +38,17 @@ pub fn inspector(trace: &Trace, turns: &[ModelTurn]) -> Vec<InspectorEntry> {
         }
     }
     entries.sort_by_key(|(position, tie, _)| (*position, *tie));
-    entries.into_iter().map(|(_, _, entry)| entry).collect()
+    let mut entries: Vec<InspectorEntry> = entries.into_iter().map(|(_, _, entry)| entry).collect();
+    // The answer's feedback goes on the turn that wrote it: the last.
+    let answer = answer_feedback(&trace.feedback, &trace.message_id);
+    let last_turn = entries.iter_mut().rev().find_map(|entry| match entry {
+        InspectorEntry::LlmRequest(turn) => Some(turn),
+        _ => None,
+    });
+    if let Some(turn) = last_turn {
+        turn.feedback = answer.map(InspectorFeedback::from);
+    }
+    entries
 }
 
 /// A tool call's entry: `mcp` for a tool of an MCP server, else `tool_call`.
@@ -66,6 +77,8 @@ fn tool_entry(trace: &Trace, call: &ToolCallSegment) -> InspectorEntry {
         json!({ "value": call.args })
     };
     let approval = call.approval.as_deref().cloned();
+    let feedback =
+        step_note(&trace.feedback, &trace.message_id, &call.call_id).map(InspectorFeedback::from);
     match call.name.split_once(NAME_SEPARATOR) {
         Some((server, tool)) => InspectorEntry::Mcp(McpEntry {
             approval,
@@ -73,6 +86,7 @@ fn tool_entry(trace: &Trace, call: &ToolCallSegment) -> InspectorEntry {
             cancelled: call.status == ToolCallStatus::Cancelled,
             cli_output,
             duration_ms: call.duration_ms,
+            feedback,
             progress: progress_of(trace, &call.call_id),
             result,
             server: server.to_owned(),
@@ -85,6 +99,7 @@ fn tool_entry(trace: &Trace, call: &ToolCallSegment) -> InspectorEntry {
             arguments,
             cli_output,
             duration_ms: call.duration_ms,
+            feedback,
             result,
             status: call.status,
             tool_name: call.name.clone(),
@@ -141,6 +156,7 @@ fn llm_request(turn: &ModelTurn) -> InspectorEntry {
     InspectorEntry::LlmRequest(LlmRequestEntry {
         annotation,
         conversation,
+        feedback: None,
         model: turn.model.clone(),
         response,
         r#type: Default::default(),

@@ -1,7 +1,9 @@
 //! ThoughtFlow (seed 004): a conversation is a session, each user turn a run, and each run a list
-//! of typed steps with `depends_on` edges; and the same as a D2 diagram.
+//! of typed steps with `depends_on` edges; and the same as a D2 diagram. The owner's feedback
+//! (issue 36) is a `feedback` object (`rating`, `comment`, `updated_at`): the answer's on its run,
+//! a note on its reasoning or `tool_call` step.
 
-use app::models::Conversation;
+use app::models::{answer_feedback, step_note, Conversation, Feedback};
 use app::protocol::{
     elapsed_ms, fold, parse_rfc3339_millis, Approval, ReasoningSegment, Segment, TextSegment,
     ToolCallSegment, ToolCallStatus, TraceStatus,
@@ -61,6 +63,7 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
         .map(|m| m.text())
         .unwrap_or_default();
     let mut steps = RunSteps::new(number, trace, user_text);
+    let note = |step_id: &str| step_note(&trace.feedback, &trace.message_id, step_id);
     let ended_at = trace
         .completed_at
         .clone()
@@ -70,8 +73,14 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
     let segments = fold(&trace.events).map(|m| m.segments).unwrap_or_default();
     for segment in &segments {
         match segment {
-            Segment::Reasoning(reasoning) => steps.reasoning(reasoning),
-            Segment::ToolCall(call) => steps.tool_call(call),
+            Segment::Reasoning(reasoning) => {
+                steps.reasoning(reasoning);
+                steps.annotate_last(note(&reasoning.id));
+            }
+            Segment::ToolCall(call) => {
+                steps.tool_call(call);
+                steps.annotate_call(note(&call.call_id));
+            }
             Segment::Text(text) => {
                 steps.answer(text, &ended_at);
                 answered = true;
@@ -81,7 +90,7 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
     if !answered || trace.status != TraceStatus::Completed {
         steps.run_end(trace, &ended_at);
     }
-    json!({
+    let mut run = json!({
         "run_id": trace.run_id,
         "trace_id": trace.trace_id,
         "channel": "text",
@@ -92,7 +101,20 @@ fn run(conversation: &Conversation, trace: &Trace, number: usize) -> Value {
         "duration_ms": trace.total_duration_ms.map(|ms| ms.max(0) as u64).or_else(|| elapsed_ms(&trace.started_at, &ended_at)),
         "usage": usage(trace),
         "steps": steps.steps,
-    })
+    });
+    if let Some(feedback) = answer_feedback(&trace.feedback, &trace.message_id) {
+        run["feedback"] = feedback_json(feedback);
+    }
+    run
+}
+
+/// The reader's feedback (issue 36) as a run's or a step's `feedback` object.
+fn feedback_json(feedback: &Feedback) -> Value {
+    let mut out = json!({"comment": feedback.comment, "updated_at": feedback.updated_at});
+    if let Some(rating) = feedback.rating {
+        out["rating"] = json!(rating.as_str());
+    }
+    out
 }
 
 /// The run's tokens as billed: cached and reasoning ones are parts of input and output. Null
@@ -145,6 +167,28 @@ impl RunSteps {
             user_step,
             outputs: Vec::new(),
             steps: vec![first],
+        }
+    }
+
+    /// Puts a note on the step just added.
+    fn annotate_last(&mut self, note: Option<&Feedback>) {
+        if let (Some(note), Some(step)) = (note, self.steps.last_mut()) {
+            step["feedback"] = feedback_json(note);
+        }
+    }
+
+    /// Puts a note on the `tool_call` step of the call just added (before its output step).
+    fn annotate_call(&mut self, note: Option<&Feedback>) {
+        let Some(note) = note else {
+            return;
+        };
+        let call = self
+            .steps
+            .iter_mut()
+            .rev()
+            .find(|step| step["label"] == "tool_call");
+        if let Some(step) = call {
+            step["feedback"] = feedback_json(note);
         }
     }
 

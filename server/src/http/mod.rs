@@ -1,6 +1,6 @@
 //! HTTP: the JSON/SSE API under `/api`, `/healthz`, the server-rendered pages and static files.
 //! Each area builds its own router in its module (chat and runs, reads and exports, managing
-//! conversations, search, shares, health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
+//! conversations, feedback, search, shares, health, sign-in, pages); [`router`] merges them. Handlers parse, call one engine method or one
 //! [`crate::reads`] read, and map errors through [`crate::error::Error`].
 
 mod ag_ui;
@@ -8,6 +8,7 @@ mod ai_sdk;
 mod body;
 mod chat;
 mod extract;
+mod feedback;
 pub mod guard;
 mod health;
 mod manage;
@@ -65,6 +66,7 @@ pub fn router(state: AppState) -> Router {
         .merge(ai_sdk::router())
         .merge(read::router())
         .merge(manage::router())
+        .merge(feedback::router())
         .merge(search::router())
         .merge(shares::router())
         .merge(health::router())

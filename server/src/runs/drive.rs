@@ -263,6 +263,7 @@ impl Closing {
             cancellation_reason: self.reason.clone(),
             error_code: self.error_code.clone(),
             events: Vec::new(),
+            feedback: Vec::new(),
         }
     }
 }

@@ -16,6 +16,7 @@ macro_rules! on_backend {
 }
 
 pub mod branches;
+pub mod feedback;
 mod json;
 mod postgres;
 mod records;
@@ -27,7 +28,7 @@ mod writer;
 
 use std::sync::Arc;
 
-use app::models::{Conversation, ConversationSummary};
+use app::models::{Conversation, ConversationSummary, Feedback};
 
 pub use app::models::Trace;
 pub use json::join_json_array;
@@ -212,8 +213,13 @@ impl Store {
         on_backend!(self, backfill_search(limit, now.to_owned()))
     }
 
+    /// A conversation of `owner_id` with its messages and the owner's feedback on them.
     pub async fn get_conversation(&self, owner_id: &str, id: &str) -> Result<Option<Conversation>> {
-        on_backend!(self, get_conversation(owner_id, id))
+        let Some(mut conversation) = on_backend!(self, get_conversation(owner_id, id))? else {
+            return Ok(None);
+        };
+        conversation.feedback = on_backend!(self, feedback_of(owner_id, id, None))?;
+        Ok(Some(conversation))
     }
 
     /// Switches `owner_id`'s conversation `id` to the version `message_id` of one of its
@@ -226,8 +232,34 @@ impl Store {
         on_backend!(self, switch_branch(owner, conversation, message, now))
     }
 
+    /// A trace of `owner_id` with the owner's feedback on its answer and steps.
     pub async fn get_trace(&self, owner_id: &str, trace_id: &str) -> Result<Option<Trace>> {
-        on_backend!(self, get_trace(owner_id, trace_id))
+        let Some(mut trace) = on_backend!(self, get_trace(owner_id, trace_id))? else {
+            return Ok(None);
+        };
+        let (conversation, message) = (&trace.conversation_id, Some(trace.message_id.as_str()));
+        trace.feedback = on_backend!(self, feedback_of(owner_id, conversation, message))?;
+        Ok(Some(trace))
+    }
+
+    /// Stores or edits a feedback (issue 36) on a message of `change.owner_id`, with its search
+    /// piece, in one write: the row after. `NotFound` for anyone else's message or an unknown
+    /// step; 409 `run_in_progress` while the message's run is going.
+    pub async fn set_feedback(&self, change: feedback::FeedbackChange) -> Result<Feedback> {
+        on_backend!(self, set_feedback(change))
+    }
+
+    /// Removes a feedback of `owner_id` (`step_id` none: the answer's) and its search piece;
+    /// `NotFound` when there is none.
+    pub async fn delete_feedback(
+        &self,
+        owner_id: &str,
+        message_id: &str,
+        step_id: Option<&str>,
+    ) -> Result<()> {
+        let (owner, message) = (owner_id.to_owned(), message_id.to_owned());
+        let step = step_id.unwrap_or_default().to_owned();
+        on_backend!(self, delete_feedback(owner, message, step))
     }
 
     /// Every trace of a conversation's active path (the branch chosen), oldest first (empty for

@@ -64,6 +64,7 @@ impl TraceRow {
             total_duration_ms: self.total_duration_ms,
             cancellation_reason: self.cancellation_reason,
             events,
+            feedback: Vec::new(),
         })
     }
 }

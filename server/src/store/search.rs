@@ -27,6 +27,9 @@ pub struct SearchQuery {
     pub tool: Option<String>,
     pub status: Option<String>,
     pub model: Option<String>,
+    /// `feedback:up`, `feedback:down` or `feedback:note`: the messages and steps with that
+    /// feedback (issue 36).
+    pub feedback: Option<String>,
 }
 
 impl SearchQuery {
@@ -46,7 +49,7 @@ impl SearchQuery {
 }
 
 /// Parses `raw`: words, `"phrases"` (an unclosed quote runs to the end), and the filters
-/// `tool:NAME`, `status:STATUS`, `model:NAME`. Terms with no letter or digit are dropped. Empty,
+/// `tool:NAME`, `status:STATUS`, `model:NAME`, `feedback:up|down|note`. Terms with no letter or digit are dropped. Empty,
 /// too long, or nothing left to search for: 422.
 pub fn parse_query(raw: &str) -> Result<SearchQuery> {
     if raw.len() > MAX_QUERY_BYTES {
@@ -72,7 +75,17 @@ pub fn parse_query(raw: &str) -> Result<SearchQuery> {
             "a query has at most {MAX_TERMS} words and phrases"
         )));
     }
-    let filtered = query.tool.is_some() || query.status.is_some() || query.model.is_some();
+    if let Some(rating) = &query.feedback {
+        if !["up", "down", "note"].contains(&rating.as_str()) {
+            return Err(Error::InvalidField(
+                "feedback: takes up, down or note".into(),
+            ));
+        }
+    }
+    let filtered = query.tool.is_some()
+        || query.status.is_some()
+        || query.model.is_some()
+        || query.feedback.is_some();
     if query.terms.is_empty() && !filtered {
         return Err(Error::InvalidField(
             "the query has nothing to search for: give a word, a \"phrase\" or a filter".into(),
@@ -105,7 +118,8 @@ fn tokens(raw: &str) -> Vec<(String, bool)> {
     out
 }
 
-/// Takes `token` as a filter when it is one (`tool:`, `status:`, `model:` with a value).
+/// Takes `token` as a filter when it is one (`tool:`, `status:`, `model:`, `feedback:` with a
+/// value; `feedback:`'s lower-cased).
 fn apply_filter(query: &mut SearchQuery, token: &str) -> bool {
     let Some((key, value)) = token.split_once(':') else {
         return false;
@@ -114,10 +128,14 @@ fn apply_filter(query: &mut SearchQuery, token: &str) -> bool {
         "tool" => &mut query.tool,
         "status" => &mut query.status,
         "model" => &mut query.model,
+        "feedback" => &mut query.feedback,
         _ => return false,
     };
     if !value.is_empty() {
-        *slot = Some(value.to_owned());
+        *slot = Some(match key.eq_ignore_ascii_case("feedback") {
+            true => value.to_ascii_lowercase(),
+            false => value.to_owned(),
+        });
     }
     true
 }
@@ -476,6 +494,20 @@ mod tests {
             ["unclosed phrase"]
         );
         assert_eq!(parse_query("AND OR").expect("words").terms, ["AND", "OR"]);
+    }
+
+    #[test]
+    fn feedback_filters_take_up_down_or_note() {
+        let query = parse_query("feedback:DOWN slow").expect("parses");
+        assert_eq!(
+            (query.feedback.as_deref(), query.terms.as_slice()),
+            (Some("down"), ["slow".to_owned()].as_slice())
+        );
+        assert!(parse_query("feedback:note").is_ok());
+        assert!(matches!(
+            parse_query("feedback:sideways"),
+            Err(Error::InvalidField(_))
+        ));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod replay;
 mod timeline;
 
 use crate::api::get_trace_overview;
+use crate::components::feedback::{AnswerFeedback, FeedbackStore, NoteTarget};
 use crate::components::segments::format_duration;
 use crate::components::share::SharePanel;
 use crate::json;
@@ -168,11 +169,22 @@ fn TraceView(
     let replay_share = share.clone();
     let final_message = overview.message.clone();
     let total = overview.event_count;
+    // The owner's feedback on an ended run: the answer's under the header, notes on the steps.
+    let store = (share.is_none() && trace.status != TraceStatus::Running)
+        .then(|| FeedbackStore::new(trace.feedback.clone()));
+    let notes = store.map(|store| NoteTarget {
+        message_id: trace.message_id.clone(),
+        store,
+    });
+    let answer_feedback = store.map(|store| {
+        view! { <AnswerFeedback message_id=trace.message_id.clone() store /> }
+    });
     view! {
         <TraceHeader trace=trace.clone() event_count=total share=share.clone() />
+        {answer_feedback}
         {tab_bar(tab)}
         <section class="tab-panel" hidden=shown(TraceTab::Steps)>
-            <Replay trace_id=trace.trace_id.clone() total final_message share=replay_share live_run refresh />
+            <Replay trace_id=trace.trace_id.clone() total final_message share=replay_share live_run refresh notes />
         </section>
         <section class="tab-panel" hidden=shown(TraceTab::Timeline)>
             <Timeline overview share=share.clone() />

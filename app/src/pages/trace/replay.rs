@@ -173,6 +173,9 @@ pub(super) fn Replay(
     share: Option<String>,
     live_run: Option<String>,
     refresh: Callback<()>,
+    /// Where step notes go: the owner's view of an ended run.
+    #[prop(default = None)]
+    notes: Option<crate::components::feedback::NoteTarget>,
 ) -> impl IntoView {
     let model = MessageModel::new(final_message.as_ref());
     let player = Player {
@@ -206,7 +209,7 @@ pub(super) fn Replay(
         <ReplayControls player hidden=live />
         {move || player.load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
         <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
-            <MessageBlocks model />
+            <MessageBlocks model notes />
             <crate::components::activity::ActivityStrip model />
         </article>
     }

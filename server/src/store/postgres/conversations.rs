@@ -88,6 +88,7 @@ impl PgStore {
             messages,
             active_run,
             earlier: 0,
+            feedback: Vec::new(),
         }))
     }
 

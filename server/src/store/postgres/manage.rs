@@ -9,7 +9,8 @@ use crate::error::{Error, Result};
 use crate::store::{run_in_progress, ConversationChange};
 
 /// The rows of the conversations $1 (an array of ids), children first.
-const DELETE_ROWS: [&str; 7] = [
+const DELETE_ROWS: [&str; 8] = [
+    "DELETE FROM feedback WHERE conversation_id = ANY($1)",
     "DELETE FROM search_docs WHERE conversation_id = ANY($1)",
     "DELETE FROM trace_shares WHERE trace_id IN
         (SELECT trace_id FROM agent_traces WHERE conversation_id = ANY($1))",

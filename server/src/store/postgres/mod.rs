@@ -12,6 +12,7 @@ mod accounts;
 mod branches;
 mod bus;
 mod conversations;
+mod feedback;
 mod lease;
 mod manage;
 mod runs;

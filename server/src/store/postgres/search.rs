@@ -29,11 +29,12 @@ impl PgStore {
                     d.tool, d.status, d.model, rfc3339_millis(d.created_at) AS created_at, d.body
              FROM search_docs d JOIN conversations c ON c.id = d.conversation_id
              WHERE d.owner_id = $1 AND ($2::text IS NULL OR d.tool = $2)
-               AND ($3::text IS NULL OR d.status = $3) AND ($4::text IS NULL OR d.model = $4)",
+               AND ($3::text IS NULL OR d.status = $3) AND ($4::text IS NULL OR d.model = $4)
+               AND ($6::text IS NULL OR (d.kind = 'feedback' AND d.status = $6))",
         );
         if !query.terms.is_empty() {
             let parts: Vec<String> = (0..query.terms.len())
-                .map(|index| format!("phraseto_tsquery('simple', ${})", index + 6))
+                .map(|index| format!("phraseto_tsquery('simple', ${})", index + 7))
                 .collect();
             sql.push_str(&format!(" AND d.tsv @@ ({})", parts.join(" && ")));
         }
@@ -43,7 +44,8 @@ impl PgStore {
             .bind(query.tool.as_deref().map(pg_text))
             .bind(query.status.as_deref().map(pg_text))
             .bind(query.model.as_deref().map(pg_text))
-            .bind(MAX_HITS);
+            .bind(MAX_HITS)
+            .bind(query.feedback.as_deref());
         for term in &query.terms {
             statement = statement.bind(pg_text(term));
         }
@@ -92,7 +94,8 @@ pub(super) async fn insert_docs(
     Ok(())
 }
 
-/// Indexes a finished assistant message (replacing what a retried end wrote).
+/// Indexes a finished assistant message (replacing what a retried end wrote; its feedback's
+/// pieces stay).
 pub(super) async fn index_answer(
     tx: &mut PgConnection,
     trace_id: &str,
@@ -101,7 +104,7 @@ pub(super) async fn index_answer(
     let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id).await? else {
         return Ok(());
     };
-    sqlx::query("DELETE FROM search_docs WHERE message_id = $1")
+    sqlx::query("DELETE FROM search_docs WHERE message_id = $1 AND kind <> 'feedback'")
         .bind(&message.id)
         .execute(&mut *tx)
         .await?;
@@ -167,7 +170,7 @@ async fn backfill_in(tx: &mut PgConnection, limit: usize, now: String) -> Result
 }
 
 /// Replaces a conversation's pieces with those of what it stores (a streaming answer's pieces
-/// are its run's to write, and stay).
+/// are its run's to write, and feedback's pieces are the feedback's; both stay).
 async fn reindex_conversation(tx: &mut PgConnection, id: &str, now: &str) -> Result<()> {
     let conversation: Option<(String, String, String)> =
         sqlx::query_as("SELECT owner_id, title, model FROM conversations WHERE id = $1 FOR UPDATE")
@@ -185,7 +188,7 @@ async fn reindex_conversation(tx: &mut PgConnection, id: &str, now: &str) -> Res
     .await?;
     let messages = decodable(id, bodies.into_iter().map(decode_message));
     sqlx::query(
-        "DELETE FROM search_docs WHERE conversation_id = $1 AND (message_id IS NULL OR message_id NOT IN
+        "DELETE FROM search_docs WHERE conversation_id = $1 AND kind <> 'feedback' AND (message_id IS NULL OR message_id NOT IN
              (SELECT id FROM messages WHERE conversation_id = $1 AND status = 'streaming'))",
     )
     .bind(id)

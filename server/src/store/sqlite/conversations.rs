@@ -95,6 +95,7 @@ impl SqliteStore {
             messages,
             active_run,
             earlier: 0,
+            feedback: Vec::new(),
         }))
     }
 

@@ -1,5 +1,5 @@
 //! Managing conversations: rename, archive, delete (issue 35). Deletes remove every row of the
-//! conversation (messages, traces, checkpoint chunks, model turns, share links) in one write. The
+//! conversation (messages, traces, checkpoint chunks, model turns, share links, feedback) in one write. The
 //! writer's connection has `secure_delete` on (see `open_writer`): the freed bytes are overwritten,
 //! not left in the file's free pages; the search index (`search_fts`) has FTS5's `secure-delete`
 //! on, so a deleted piece's words leave the index's pages too.
@@ -11,7 +11,8 @@ use crate::error::{Error, Result};
 use crate::store::{run_in_progress, ConversationChange};
 
 /// The rows of one conversation, children first; each statement binds the conversation id.
-const DELETE_ROWS: [&str; 7] = [
+const DELETE_ROWS: [&str; 8] = [
+    "DELETE FROM feedback WHERE conversation_id = ?1",
     "DELETE FROM search_docs WHERE conversation_id = ?1",
     "DELETE FROM trace_shares WHERE trace_id IN
         (SELECT trace_id FROM agent_traces WHERE conversation_id = ?1)",

@@ -8,6 +8,7 @@
 mod accounts;
 mod branches;
 mod conversations;
+mod feedback;
 mod manage;
 mod runs;
 mod search;

@@ -33,6 +33,7 @@ impl SqliteStore {
             .bind(&query.status)
             .bind(&query.model)
             .bind(MAX_HITS)
+            .bind(&query.feedback)
             .fetch_all(&self.pool)
             .await?;
         Ok(rows.into_iter().map(|row| row.into_hit(query)).collect())
@@ -48,7 +49,7 @@ const BY_WORDS: &str =
      JOIN conversations c ON c.id = d.conversation_id
      WHERE search_fts MATCH ?2 AND d.owner_id = ?1
        AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
-       AND (?5 IS NULL OR d.model = ?5)
+       AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY f.rowid DESC LIMIT ?6";
 
 /// Filters only: the owner's pieces, newest first (the owner's index is in rowid order).
@@ -57,7 +58,7 @@ const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_titl
      FROM search_docs d JOIN conversations c ON c.id = d.conversation_id
      WHERE d.owner_id = ?1 AND ?2 IS NULL
        AND (?3 IS NULL OR d.tool = ?3) AND (?4 IS NULL OR d.status = ?4)
-       AND (?5 IS NULL OR d.model = ?5)
+       AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY d.id DESC LIMIT ?6";
 
 /// Adds pieces of one conversation of `owner_id`.
@@ -88,12 +89,13 @@ pub(super) fn insert_docs(
     Ok(())
 }
 
-/// Indexes a finished assistant message (replacing what a retried end or its checkpoints wrote).
+/// Indexes a finished assistant message (replacing what a retried end or its checkpoints wrote;
+/// its feedback's pieces stay).
 pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -> Result<()> {
     let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id)? else {
         return Ok(());
     };
-    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ?")?
+    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ? AND kind <> 'feedback'")?
         .execute(params![message.id])?;
     insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message))
 }
@@ -144,7 +146,7 @@ fn backfill_in(tx: &Connection, limit: usize, now: &str) -> Result<usize> {
 }
 
 /// Replaces a conversation's pieces with those of what it stores (a streaming answer's pieces
-/// are its run's to write, and stay).
+/// are its run's to write, and feedback's pieces are the feedback's; both stay).
 fn reindex_conversation(tx: &Connection, id: &str, now: &str) -> Result<()> {
     let Some((owner_id, title, model)): Option<(String, String, String)> = tx
         .prepare_cached("SELECT owner_id, title, model FROM conversations WHERE id = ?")?
@@ -161,7 +163,7 @@ fn reindex_conversation(tx: &Connection, id: &str, now: &str) -> Result<()> {
         .collect::<rusqlite::Result<Vec<String>>>()?;
     let messages = decodable(id, bodies.into_iter().map(decode_message));
     tx.prepare_cached(
-        "DELETE FROM search_docs WHERE conversation_id = ?1 AND (message_id IS NULL OR message_id NOT IN
+        "DELETE FROM search_docs WHERE conversation_id = ?1 AND kind <> 'feedback' AND (message_id IS NULL OR message_id NOT IN
              (SELECT id FROM messages WHERE conversation_id = ?1 AND status = 'streaming'))",
     )?
     .execute(params![id])?;
