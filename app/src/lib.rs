@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod client;
+pub mod compare;
 pub mod components;
 pub mod json;
 pub mod models;
