@@ -93,6 +93,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
                 // Lazy: its code is a wasm chunk of its own; keep `is_lazy_route` in step.
                 <Route path=path!("/t/:id") view={Lazy::<pages::TracePage>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/compare/:a/:b") view={Lazy::<pages::ComparePage>::new()} ssr=SsrMode::Async />
             </Routes>
         </Router>
     }
@@ -101,5 +102,5 @@ pub fn App() -> impl IntoView {
 /// Whether `path` is served by a lazily loaded route (above), whose page must hydrate
 /// asynchronously, once its chunk is in.
 pub fn is_lazy_route(path: &str) -> bool {
-    path.starts_with("/t/")
+    path.starts_with("/t/") || path.starts_with("/compare/")
 }

@@ -152,3 +152,19 @@ pub enum WordOp {
     Delete,
     Insert,
 }
+
+/// A trace the user may compare another with, as the trace page's "Compare with…" lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TraceChoice {
+    pub trace_id: String,
+    pub conversation_id: String,
+    pub conversation_title: String,
+    /// The question the run answered (empty when it could not be read).
+    pub question: String,
+    pub model: String,
+    pub status: TraceStatus,
+    pub started_at: String,
+}
+
+/// How many traces "Compare with…" lists at most (those of the same conversation first).
+pub const MAX_CHOICES: usize = 50;

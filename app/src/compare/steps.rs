@@ -19,14 +19,25 @@ const SUMMARY_CHARS: usize = 160;
 struct Marks {
     /// Block id → (turn, time of its first event, time of its last event).
     blocks: HashMap<String, (usize, i64, i64)>,
-    /// Each turn's output tokens (a `usage` event closes a turn).
+    /// Each turn's output tokens.
     turn_tokens: Vec<u64>,
 }
 
-fn marks(events: &[Event]) -> Marks {
+/// `turn_starts`: the seq of the run's last event before each model request went out (the
+/// stored model turns); a turn's events are those after its start, up to the next one's. A run
+/// without stored turns (a scenario, an AG-UI agent) counts a turn as closed by its `usage`
+/// event.
+fn marks(events: &[Event], turn_starts: &[u64]) -> Marks {
     let mut blocks: HashMap<String, (usize, i64, i64)> = HashMap::new();
-    let mut turn_tokens = Vec::new();
+    let mut turn_tokens: Vec<u64> = vec![0; turn_starts.len()];
+    let mut usages_seen = 0;
     for event in events {
+        let turn = match turn_starts.is_empty() {
+            true => usages_seen,
+            false => turn_starts
+                .partition_point(|&after| after < event.seq)
+                .saturating_sub(1),
+        };
         let ms = parse_rfc3339_millis(&event.ts).unwrap_or(0);
         let id = match &event.kind {
             EventKind::ReasoningPartStarted { segment_id, .. }
@@ -34,12 +45,15 @@ fn marks(events: &[Event]) -> Marks {
             | EventKind::TextDelta { segment_id, .. } => segment_id,
             EventKind::ToolCallStarted { call_id, .. } => call_id,
             EventKind::Usage(usage) => {
-                turn_tokens.push(usage.output_tokens);
+                if turn_tokens.len() <= turn {
+                    turn_tokens.resize(turn + 1, 0);
+                }
+                turn_tokens[turn] = turn_tokens[turn].saturating_add(usage.output_tokens);
+                usages_seen += 1;
                 continue;
             }
             _ => continue,
         };
-        let turn = turn_tokens.len();
         blocks
             .entry(id.clone())
             .and_modify(|(_, _, last)| *last = ms)
@@ -59,14 +73,15 @@ fn one_line(text: &str) -> String {
     }
 }
 
-/// The steps of a trace, in the order they happened, and its answer text.
-pub fn steps_of(trace: &Trace) -> (Vec<Step>, String) {
+/// The steps of a trace, in the order they happened, and its answer text (`turn_starts`: see
+/// [`marks`]).
+pub fn steps_of(trace: &Trace, turn_starts: &[u64]) -> (Vec<Step>, String) {
     let Some(message) = fold(&trace.events) else {
         return (Vec::new(), String::new());
     };
     let origin = parse_rfc3339_millis(&trace.started_at).unwrap_or(0);
-    let marks = marks(&trace.events);
-    let mut seen_turns = vec![false; marks.turn_tokens.len() + 1];
+    let marks = marks(&trace.events, turn_starts);
+    let mut seen_turns = std::collections::HashSet::new();
     let running = message.status == crate::protocol::MessageStatus::Streaming;
     let mut steps = Vec::with_capacity(message.segments.len());
     for segment in &message.segments {
@@ -104,7 +119,7 @@ pub fn steps_of(trace: &Trace) -> (Vec<Step>, String) {
                 step.start_ms = first - origin;
                 step.duration_ms = Some(u64::try_from(last - first).unwrap_or(0));
             }
-            if !std::mem::replace(&mut seen_turns[turn], true) {
+            if seen_turns.insert(turn) {
                 step.tokens = marks.turn_tokens.get(turn).copied();
             }
         }
@@ -142,9 +157,10 @@ fn call_step(call: &crate::protocol::ToolCallSegment, origin: i64) -> Step {
     }
 }
 
-/// A trace as one side of a comparison; `question` is the user's message it answered.
-pub fn side_of(trace: &Trace, question: String) -> RunSide {
-    let (steps, answer) = steps_of(trace);
+/// A trace as one side of a comparison; `question` is the user's message it answered,
+/// `turn_starts` where its model turns began (see [`marks`]).
+pub fn side_of(trace: &Trace, question: String, turn_starts: &[u64]) -> RunSide {
+    let (steps, answer) = steps_of(trace, turn_starts);
     let count = |n: Option<i64>| n.and_then(|n| u64::try_from(n).ok());
     let calls = steps.iter().filter(|s| s.kind == StepKind::ToolCall);
     let failed = |status: &str| {
