@@ -12,6 +12,9 @@ use super::{Field, Row, RowChange, Step, StepKind};
 /// moved row.
 const MOVED_SIMILARITY: f64 = 0.5;
 
+/// How many of the free calls of one tool each call is weighed against when pairing.
+const REORDER_WINDOW: usize = 16;
+
 /// Strings longer than this (in bytes) are compared whole, not character by character.
 const MAX_DIFFED_STRING: usize = 1_000;
 
@@ -76,15 +79,22 @@ fn pair_equal(
             end += 1;
         }
         let mut free: Vec<usize> = (new_index + start..new_index + end).collect();
-        for i in old_index + start..old_index + end {
-            let best = (0..free.len())
-                .max_by(|&x, &y| {
-                    let sx = similarity(&a[i].args, &b[free[x]].args);
-                    let sy = similarity(&a[i].args, &b[free[y]].args);
-                    // On a tie, the earliest.
-                    sx.total_cmp(&sy).then(y.cmp(&x))
-                })
-                .unwrap_or(0);
+        for (i, step) in a
+            .iter()
+            .enumerate()
+            .take(old_index + end)
+            .skip(old_index + start)
+        {
+            // The nearest few only: parallel calls are made together, and a long run of one tool
+            // must not cost its length squared in diffs.
+            let best = free
+                .iter()
+                .take(REORDER_WINDOW)
+                .map(|&j| similarity(&step.args, &b[j].args))
+                .enumerate()
+                // On a tie, the earliest.
+                .max_by(|(x, sx), (y, sy)| sx.total_cmp(sy).then(y.cmp(x)))
+                .map_or(0, |(best, _)| best);
             pairs.push((Some(i), Some(free.remove(best)), best != 0));
         }
         start = end;

@@ -166,3 +166,30 @@ fn the_answers_diff_by_words() {
     assert_eq!(all_new.len(), 1);
     assert_eq!(all_new[0].op, WordOp::Insert);
 }
+
+#[test]
+fn two_runs_of_500_steps_align_quickly() {
+    // Busy runs: 500 steps each, one tool in three with other arguments, a call in ten missing.
+    let run = |salt: usize| -> Vec<Step> {
+        (0..500)
+            .filter(|i| salt == 0 || i % 10 != 3)
+            .map(|i| match i % 4 {
+                0 => text(StepKind::Reasoning, &format!("step {i}")),
+                1 => call(
+                    "read_file",
+                    json!({"path": format!("src/{}.rs", i + salt * (i % 3))}),
+                ),
+                2 => call("grep_search", json!({"query": format!("fn {i}")})),
+                _ => call("read_file", json!({"path": format!("docs/{i}.md")})),
+            })
+            .collect()
+    };
+    let (a, b) = (run(0), run(1));
+    let started = std::time::Instant::now();
+    let rows = align(&a, &b);
+    let took = started.elapsed();
+    eprintln!("500 × 450 steps aligned in {took:?} (this build)");
+    assert_eq!(rows.iter().filter(|row| row.a.is_some()).count(), a.len());
+    assert_eq!(rows.iter().filter(|row| row.b.is_some()).count(), b.len());
+    assert!(took < std::time::Duration::from_secs(2), "{took:?}");
+}
