@@ -274,3 +274,27 @@ async fn the_compare_page_renders_on_the_server_and_lists_what_to_compare_with()
     assert_eq!(status, StatusCode::OK);
     assert!(html.contains("Compare with…"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_run_is_compared_as_far_as_it_is_stored() {
+    let server = start().await;
+    server.scenario(
+        "long",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Partial."},
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 30}}]}
+        ]}),
+    );
+    let (a, _) = run(&server, "fake/one", "How many TODOs are in the notes?").await;
+    let started = server.start_run("scenario:long", "wait").await;
+    let b = started["trace_id"].as_str().expect("trace id").to_owned();
+    let (status, comparison) = server.get_json(&format!("/api/compare/{a}/{b}")).await;
+    assert_eq!(status, 200, "{comparison}");
+    assert_eq!(comparison["b"]["status"], "running");
+    assert_eq!(comparison["b"]["totals"]["duration_ms"], Value::Null);
+    let run_id = started["run_id"].as_str().expect("run id");
+    let (status, _) = server
+        .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+        .await;
+    assert_eq!(status, 200);
+}

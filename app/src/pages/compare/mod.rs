@@ -13,13 +13,19 @@ use crate::api::get_comparison;
 use crate::compare::Comparison;
 use crate::json;
 
-pub struct ComparePage {
-    comparison: json::Resource<Result<Option<Comparison>, ServerFnError>>,
-}
+/// Nothing is read before the chunk is in: the comparison's resource (and its JSON decoder) is
+/// made in `view`, so none of the compare page's code is in the chat's bundle. The page's
+/// request therefore starts once its chunk has loaded, not beside it as the trace page's does:
+/// with the resource in `data`, the chat's wasm grew by 47 KB raw and 10 KB brotli.
+pub struct ComparePage;
 
 #[lazy_route]
 impl LazyRoute for ComparePage {
     fn data() -> Self {
+        ComparePage
+    }
+
+    fn view(_this: Self) -> AnyView {
         let params = use_params_map();
         let ids = Memo::new(move |_| {
             let params = params.read();
@@ -28,13 +34,8 @@ impl LazyRoute for ComparePage {
                 params.get("b").unwrap_or_default(),
             )
         });
-        Self {
-            comparison: json::resource(move || ids.get(), |(a, b)| get_comparison(a, b)),
-        }
-    }
-
-    fn view(this: Self) -> AnyView {
-        let comparison = this.comparison;
+        let comparison: json::Resource<Result<Option<Comparison>, ServerFnError>> =
+            json::resource(move || ids.get(), |(a, b)| get_comparison(a, b));
         view! {
             <main class="trace-page compare-page">
                 <Transition fallback=|| view! { <p class="muted">"Comparing the runs…"</p> }>
