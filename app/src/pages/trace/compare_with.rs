@@ -41,9 +41,9 @@ pub(super) fn CompareWith(trace_id: String, conversation_id: String) -> impl Int
         }
     };
     view! {
-        <details class="share-panel compare-with" on:toggle=on_toggle>
+        <details class="compare-with" on:toggle=on_toggle>
             <summary>"Compare with…"</summary>
-            <div class="share-body">{list}</div>
+            <div class="compare-with-body">{list}</div>
         </details>
     }
 }
