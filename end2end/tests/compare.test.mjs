@@ -114,6 +114,12 @@ test('two runs with different tool calls compare step by step, the same after a 
   await page.reload();
   await waitForHydration(page);
   check(await compareView(page));
+
+  // On a phone the two runs stack: run B's step under run A's, not beside it.
+  await page.setViewportSize({ width: 390, height: 800 });
+  const [left, right] = await page.locator('.compare-row.same .compare-cell').evaluateAll((cells) => cells.map((cell) => cell.getBoundingClientRect().toJSON()));
+  assert.ok(right.top >= left.bottom - 1, `stacked: ${JSON.stringify([left, right])}`);
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll');
   assert.deepEqual(problems, []);
 });
 
