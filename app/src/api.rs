@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::compare::{Comparison, TraceChoice};
 use crate::models::{
     Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
     TraceOverview,
@@ -55,6 +56,25 @@ pub async fn get_inspector(
         .map_err(ServerFnError::new)
 }
 
+/// Two of the user's runs compared step by step (`None` when either is not theirs or is gone;
+/// an error when `a` is `b`).
+#[server(prefix = "/api/fn", endpoint = "compare")]
+pub async fn get_comparison(a: String, b: String) -> Result<Option<Comparison>, ServerFnError> {
+    ssr::source()?
+        .compare(a, b)
+        .await
+        .map_err(ServerFnError::new)
+}
+
+/// The user's runs the trace `trace_id` may be compared with, those of its conversation first.
+#[server(prefix = "/api/fn", endpoint = "compare-choices")]
+pub async fn get_compare_choices(trace_id: String) -> Result<Vec<TraceChoice>, ServerFnError> {
+    ssr::source()?
+        .compare_choices(trace_id)
+        .await
+        .map_err(ServerFnError::new)
+}
+
 /// Who is signed in (`None` without accounts): the sidebar shows the name and Sign out.
 #[server(prefix = "/api/fn", endpoint = "whoami")]
 pub async fn current_user() -> Result<Option<String>, ServerFnError> {
@@ -89,6 +109,7 @@ pub mod ssr {
 
     use leptos::prelude::*;
 
+    use crate::compare::{Comparison, TraceChoice};
     use crate::models::{
         Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
     };
@@ -122,6 +143,16 @@ pub mod ssr {
             trace_id: String,
             share: Option<String>,
         ) -> BoxFuture<'_, Result<Vec<ModelTurnTiming>, String>>;
+        /// Two of the user's traces compared (never through a share link).
+        fn compare(
+            &self,
+            a: String,
+            b: String,
+        ) -> BoxFuture<'_, Result<Option<Comparison>, String>>;
+        fn compare_choices(
+            &self,
+            trace_id: String,
+        ) -> BoxFuture<'_, Result<Vec<TraceChoice>, String>>;
     }
 
     pub type SharedSource = Arc<dyn ConversationSource>;

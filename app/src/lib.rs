@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod client;
+pub mod compare;
 pub mod components;
 pub mod json;
 pub mod models;
@@ -55,15 +56,17 @@ pub fn shell(options: LeptosOptions) -> impl IntoView {
 fn LazyRoutePreloads() -> impl IntoView {
     #[cfg(feature = "ssr")]
     {
-        let lazy = use_context::<http::request::Parts>()
-            .is_some_and(|request| is_lazy_route(request.uri.path()));
+        let route = use_context::<http::request::Parts>()
+            .and_then(|request| lazy_route_chunk(request.uri.path()));
         let manifest = use_context::<leptos::WasmSplitManifest>()
-            .filter(|_| lazy)
+            .filter(|_| route.is_some())
             .and_then(|manifest| manifest.0.try_get_value());
         manifest.map(|(pkg, chunks, loader)| {
+            // This route's chunks only (its own and those it shares with another lazy route).
             let chunks = chunks
-                .into_values()
-                .flatten()
+                .into_iter()
+                .filter(|(name, _)| route.is_some_and(|route| name.starts_with(route)))
+                .flat_map(|(_, chunks)| chunks)
                 .map(|chunk| {
                     view! {
                         <link rel="preload" href=format!("{pkg}/{chunk}.wasm") r#as="fetch" r#type="application/wasm" crossorigin="anonymous" />
@@ -92,6 +95,7 @@ pub fn App() -> impl IntoView {
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
                 // Lazy: its code is a wasm chunk of its own; keep `is_lazy_route` in step.
                 <Route path=path!("/t/:id") view={Lazy::<pages::TracePage>::new()} ssr=SsrMode::Async />
+                <Route path=path!("/compare/:a/:b") view={Lazy::<pages::ComparePage>::new()} ssr=SsrMode::Async />
             </Routes>
         </Router>
     }
@@ -100,5 +104,17 @@ pub fn App() -> impl IntoView {
 /// Whether `path` is served by a lazily loaded route (above), whose page must hydrate
 /// asynchronously, once its chunk is in.
 pub fn is_lazy_route(path: &str) -> bool {
-    path.starts_with("/t/")
+    lazy_route_chunk(path).is_some()
+}
+
+/// How the split manifest names the chunk of the lazy route serving `path` (the `#[lazy_route]`
+/// type's name in snake case, then `_view`), if a lazy route serves it.
+fn lazy_route_chunk(path: &str) -> Option<&'static str> {
+    if path.starts_with("/t/") {
+        Some("__trace_page_view_")
+    } else if path.starts_with("/compare/") {
+        Some("__compare_page_view_")
+    } else {
+        None
+    }
 }

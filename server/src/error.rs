@@ -16,6 +16,9 @@ pub enum Error {
     /// 400: the body is not well-formed JSON (or not JSON at all).
     #[error("{0}")]
     MalformedBody(String),
+    /// 400 `same_trace`: a comparison of a trace with itself (`GET /api/compare/{a}/{a}`).
+    #[error("a run cannot be compared with itself: pick another run")]
+    SameTrace,
     /// 422: well-formed, but a field is missing or invalid.
     #[error("{0}")]
     InvalidField(String),
@@ -79,7 +82,7 @@ pub enum Error {
 impl Error {
     pub fn status(&self) -> StatusCode {
         match self {
-            Error::MalformedBody(_) => StatusCode::BAD_REQUEST,
+            Error::MalformedBody(_) | Error::SameTrace => StatusCode::BAD_REQUEST,
             Error::InvalidField(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Error::NotFound(_) => StatusCode::NOT_FOUND,
             Error::Unauthenticated(_) => StatusCode::UNAUTHORIZED,
@@ -102,6 +105,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::MalformedBody(_) => "malformed_body",
+            Error::SameTrace => "same_trace",
             Error::InvalidField(_) => "invalid_field",
             Error::NotFound(_) => "not_found",
             Error::Unauthenticated(_) => "unauthenticated",

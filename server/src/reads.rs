@@ -3,6 +3,7 @@
 //! (`http::pages`) maps it to what a page shows in one function. Something missing, or not this
 //! reader's, is [`Error::NotFound`] here whichever side asks.
 
+use app::compare::{self, Comparison, TraceChoice};
 use app::models::{Conversation, ConversationSummary, InspectorEntry, ModelList};
 use serde_json::Value;
 
@@ -79,6 +80,60 @@ pub async fn inspector(
 ) -> Result<Vec<InspectorEntry>> {
     let (trace, turns) = model_turns(store, reader, trace_id).await?;
     Ok(crate::exports::inspector(&trace, &turns))
+}
+
+/// The traces `a` and `b` of `owner_id` compared step by step (issue 36). A trace compared with
+/// itself is [`Error::SameTrace`]; one that is not the owner's (or is gone) is not found. A
+/// running trace is compared as far as it is stored.
+pub async fn compare(store: &Store, owner_id: &str, a: &str, b: &str) -> Result<Comparison> {
+    if a == b {
+        return Err(Error::SameTrace);
+    }
+    let side = |trace_id: &str| {
+        let trace_id = trace_id.to_owned();
+        async move {
+            let trace = store
+                .get_trace(owner_id, &trace_id)
+                .await?
+                .ok_or(Error::NotFound("trace"))?;
+            let question = store
+                .trace_choices(owner_id, &trace.conversation_id, Some(&trace_id), 1)
+                .await?
+                .pop()
+                .map(|choice| choice.question)
+                .unwrap_or_default();
+            let turns = store.model_turns(&trace.trace_id).await?;
+            let starts: Vec<u64> = turns.iter().map(|turn| turn.after_seq).collect();
+            Ok::<_, Error>(compare::side_of(&trace, question, &starts))
+        }
+    };
+    let (a, b) = futures::try_join!(side(a), side(b))?;
+    Ok(Comparison::of(a, b))
+}
+
+/// The traces of `owner_id` that the trace `trace_id` may be compared with: those of its
+/// conversation first, then the newest others (at most [`compare::MAX_CHOICES`]).
+pub async fn trace_choices(
+    store: &Store,
+    owner_id: &str,
+    trace_id: &str,
+) -> Result<Vec<TraceChoice>> {
+    let this = store
+        .trace_choices(owner_id, "", Some(trace_id), 1)
+        .await?
+        .pop()
+        .ok_or(Error::NotFound("trace"))?;
+    let mut choices = store
+        .trace_choices(
+            owner_id,
+            &this.conversation_id,
+            None,
+            compare::MAX_CHOICES + 1,
+        )
+        .await?;
+    choices.retain(|choice| choice.trace_id != trace_id);
+    choices.truncate(compare::MAX_CHOICES);
+    Ok(choices)
 }
 
 /// The conversation `id` of `owner_id` as a ThoughtFlow session (seed 004).

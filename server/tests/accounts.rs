@@ -321,6 +321,7 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     );
     let (_, whoami) = server_fn(base, &alice, "whoami", &[]).await;
     assert_eq!(whoami, r#""alice""#);
+    compare_is_isolated(base, &alice, &bob, &trace).await;
 
     // Last, as Bob gets a conversation of his own here.
     branching_is_the_owners_only(base, &alice, &bob, &conversation).await;
@@ -422,6 +423,66 @@ async fn feedback_is_the_owners_only(base: &str, alice: &str, bob: &str, message
     let (status, answer) =
         send_json(base, alice, reqwest::Method::DELETE, &feedback, json!({})).await;
     assert_eq!((status, answer), (StatusCode::NO_CONTENT, Value::Null));
+}
+
+/// Comparing runs (issue 36): Bob compares nothing of Alice's, whichever side her trace is on,
+/// through the API, the server functions or the page; nor does "Compare with…" list her runs.
+async fn compare_is_isolated(base: &str, alice: &str, bob: &str, alices_trace: &str) {
+    let [_, _, bobs_trace] = quick_run(base, bob, None).await;
+    for (a, b) in [
+        (alices_trace, bobs_trace.as_str()),
+        (&bobs_trace, alices_trace),
+    ] {
+        let path = format!("/api/compare/{a}/{b}");
+        let (status, body) = get(base, bob, &path).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        assert!(!body.contains("private answer"), "{path}");
+        let response = client()
+            .get(format!("{base}/compare/{a}/{b}"))
+            .header(header::COOKIE, bob)
+            .header(header::ACCEPT, "text/html")
+            .send()
+            .await
+            .expect("the compare page");
+        let status = response.status();
+        let page = response.text().await.unwrap_or_default();
+        assert_eq!(status, StatusCode::NOT_FOUND, "the page {path}");
+        assert!(
+            !page.contains("private answer") && page.contains("does not exist"),
+            "{page}"
+        );
+        let (status, body) = server_fn(base, bob, "compare", &[("a", a), ("b", b)]).await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "null"), "compare");
+    }
+    let (_, choices) = server_fn(base, bob, "compare-choices", &[("trace_id", alices_trace)]).await;
+    assert_eq!(choices, "[]", "Alice's trace's choices, for Bob");
+    let (_, choices) = server_fn(base, bob, "compare-choices", &[("trace_id", &bobs_trace)]).await;
+    assert_eq!(choices, "[]", "Bob's choices list none of Alice's runs");
+    let (_, choices) = server_fn(
+        base,
+        alice,
+        "compare-choices",
+        &[("trace_id", alices_trace)],
+    )
+    .await;
+    assert_eq!(choices, "[]", "nor Alice's Bob's");
+    let (status, body) = get(
+        base,
+        alice,
+        &format!("/api/compare/{alices_trace}/{bobs_trace}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "Alice with Bob's: {body}");
+    assert_eq!(
+        get(
+            base,
+            "",
+            &format!("/api/compare/{alices_trace}/{bobs_trace}")
+        )
+        .await
+        .0,
+        StatusCode::UNAUTHORIZED
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,6 +7,7 @@ mod ag_ui;
 mod ai_sdk;
 mod body;
 mod chat;
+mod compare;
 mod extract;
 mod feedback;
 pub mod guard;
@@ -64,6 +65,7 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router())
         .merge(ag_ui::router())
         .merge(ai_sdk::router())
+        .merge(compare::router())
         .merge(read::router())
         .merge(manage::router())
         .merge(feedback::router())

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
+use app::compare::{Comparison, TraceChoice};
 use app::models::{
     Conversation, ConversationSummary, InspectorEntry, ModelList, ModelTurnTiming, Trace,
 };
@@ -132,6 +133,23 @@ impl ConversationSource for PageSource {
         Box::pin(async move {
             let reader = self.reader(share).await;
             let found = async { reads::inspector(&self.store, &reader?, &trace_id).await };
+            reply.found(found.await).map(Option::unwrap_or_default)
+        })
+    }
+
+    fn compare(&self, a: String, b: String) -> BoxFuture<'_, Result<Option<Comparison>, String>> {
+        let reply = PageReply::new("comparing two traces for a page");
+        Box::pin(async move {
+            let found = async { reads::compare(&self.store, self.owner_id()?, &a, &b).await };
+            reply.found(found.await)
+        })
+    }
+
+    fn compare_choices(&self, trace_id: String) -> BoxFuture<'_, Result<Vec<TraceChoice>, String>> {
+        let reply = PageReply::new("listing traces to compare for a page");
+        Box::pin(async move {
+            let found =
+                async { reads::trace_choices(&self.store, self.owner_id()?, &trace_id).await };
             reply.found(found.await).map(Option::unwrap_or_default)
         })
     }

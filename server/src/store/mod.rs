@@ -279,6 +279,21 @@ impl Store {
         Ok(traces)
     }
 
+    /// The owner's traces to compare with: those of `conversation_id` first, newest first, at
+    /// most `limit`; or (with `trace_id`) that one trace, with its question.
+    pub async fn trace_choices(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+        trace_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<app::compare::TraceChoice>> {
+        on_backend!(
+            self,
+            trace_choices(owner_id, conversation_id, trace_id, limit)
+        )
+    }
+
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {
         on_backend!(self, trace_by_run(owner_id, run_id))
     }

@@ -162,3 +162,34 @@ pub(super) struct ChunkRow {
     pub first_seq: i64,
     pub events: String,
 }
+
+/// A trace with its conversation's title and its question's message, for choosing what to
+/// compare (`question` is the user message's JSON text, `None` when it is gone).
+#[derive(sqlx::FromRow)]
+pub(super) struct ChoiceRow {
+    trace_id: String,
+    conversation_id: String,
+    title: String,
+    model: String,
+    status: String,
+    started_at: String,
+    question: Option<String>,
+}
+
+impl ChoiceRow {
+    pub(super) fn into_choice(self) -> Result<app::compare::TraceChoice> {
+        let question = match self.question {
+            Some(body) => super::decode_message(body)?.text(),
+            None => String::new(),
+        };
+        Ok(app::compare::TraceChoice {
+            status: trace_status(&self.status)?,
+            trace_id: self.trace_id,
+            conversation_id: self.conversation_id,
+            conversation_title: self.title,
+            question,
+            model: self.model,
+            started_at: self.started_at,
+        })
+    }
+}

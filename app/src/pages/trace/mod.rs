@@ -8,9 +8,10 @@ use leptos_router::{
     lazy_route, LazyRoute,
 };
 
+mod compare_with;
 mod inspector;
 mod replay;
-mod timeline;
+pub(super) mod timeline;
 
 use crate::api::get_trace_overview;
 use crate::components::feedback::{AnswerFeedback, FeedbackStore, NoteTarget};
@@ -19,6 +20,7 @@ use crate::components::share::SharePanel;
 use crate::json;
 use crate::models::{Trace, TraceOverview};
 use crate::protocol::{CancelledBy, ErrorCode, TraceStatus};
+use compare_with::CompareWith;
 use inspector::InspectorView;
 use replay::Replay;
 use timeline::Timeline;
@@ -221,9 +223,13 @@ fn TraceHeader(trace: Trace, event_count: usize, share: Option<String>) -> impl 
         }
         .into_any(),
     };
-    let owner_tools = share
-        .is_none()
-        .then(|| view! { <SharePanel trace_id=trace.trace_id.clone() /> }.into_any());
+    let owner_tools = share.is_none().then(|| {
+        view! {
+            <SharePanel trace_id=trace.trace_id.clone() />
+            <CompareWith trace_id=trace.trace_id.clone() conversation_id=trace.conversation_id.clone() />
+        }
+        .into_any()
+    });
     // While the run goes, only the checkpointed events are counted, and the totals are not in.
     let counts = match trace.status == TraceStatus::Running {
         true => format!("{} · {} events stored so far", trace.model, event_count),

@@ -9,18 +9,20 @@ use crate::json;
 use crate::models::{ModelTurnTiming, TraceOverview};
 use crate::protocol::{parse_rfc3339_millis, ReasoningSegment, Segment, ToolCallSegment};
 
-struct Bar {
-    label: String,
-    kind: &'static str,
-    start: i64,
-    end: i64,
+/// One bar of a waterfall (the compare page draws its runs' steps with these too).
+pub(crate) struct Bar {
+    pub label: String,
+    pub kind: &'static str,
+    pub start: i64,
+    pub end: i64,
 }
 
-/// The time axis: where it starts and ends, in milliseconds since the epoch.
+/// The time axis: where it starts and ends, in milliseconds (since the epoch here; from each
+/// run's start on the compare page, whose two runs share one axis).
 #[derive(Clone, Copy)]
-struct Axis {
-    origin: i64,
-    end: i64,
+pub(crate) struct Axis {
+    pub origin: i64,
+    pub end: i64,
 }
 
 impl Axis {
@@ -155,7 +157,7 @@ fn tool_bars(call: &ToolCallSegment, axis: Axis, bars: &mut Vec<Bar>) {
 }
 
 /// The bars as rows: a label, the bar at its place on the axis, and how long it took.
-fn draw(bars: Vec<Bar>, axis: Axis) -> impl IntoView {
+pub(crate) fn draw(bars: Vec<Bar>, axis: Axis) -> impl IntoView {
     let span = (axis.end - axis.origin) as f64;
     bars.into_iter()
         .map(|bar| {

@@ -4,8 +4,8 @@ use app::protocol::Event;
 
 use super::PgStore;
 use crate::error::Result;
-use crate::store::rows::{ChunkRow, ModelTurnRow, TraceRow};
-use crate::store::{decode_chunks, decode_events, ModelTurn, Trace};
+use crate::store::rows::{ChoiceRow, ChunkRow, ModelTurnRow, TraceRow};
+use crate::store::{decode_chunks, decode_events, sql_int, ModelTurn, Trace};
 
 /// The columns of a trace row, times as RFC 3339 text and events as JSON text.
 const TRACE_COLUMNS: &str = "t.trace_id, t.run_id, t.conversation_id, t.message_id,
@@ -37,6 +37,34 @@ impl PgStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(ids)
+    }
+
+    /// The owner's traces for "Compare with…": those of `conversation_id` first, then the
+    /// others, newest first, at most `limit`; or (with `trace_id`) that one trace.
+    pub async fn trace_choices(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+        trace_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<app::compare::TraceChoice>> {
+        let rows: Vec<ChoiceRow> = sqlx::query_as(
+            "SELECT t.trace_id, t.conversation_id, c.title, t.model, t.status,
+                    rfc3339_millis(t.started_at) AS started_at,
+                    m.body::text AS question
+             FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             LEFT JOIN messages m ON m.id = t.user_message_id
+             WHERE c.owner_id = $1 AND ($2::text IS NULL OR t.trace_id = $3)
+             ORDER BY t.conversation_id = $4 DESC, t.started_at DESC LIMIT $5",
+        )
+        .bind(owner_id)
+        .bind(trace_id)
+        .bind(trace_id)
+        .bind(conversation_id)
+        .bind(sql_int(limit as u64))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(ChoiceRow::into_choice).collect()
     }
 
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {

@@ -4,7 +4,7 @@ use app::protocol::Event;
 
 use super::SqliteStore;
 use crate::error::Result;
-use crate::store::rows::{ChunkRow, ModelTurnRow, TraceRow};
+use crate::store::rows::{ChoiceRow, ChunkRow, ModelTurnRow, TraceRow};
 use crate::store::{
     decode_chunks, decode_events, events_of_array, sql_int, LeftoverRun, ModelTurn, StoredEvents,
     Trace,
@@ -31,6 +31,33 @@ impl SqliteStore {
         .fetch_all(&self.pool)
         .await?;
         Ok(ids)
+    }
+
+    /// The owner's traces for "Compare with…": those of `conversation_id` first, then the
+    /// others, newest first, at most `limit`; or (with `trace_id`) that one trace.
+    pub async fn trace_choices(
+        &self,
+        owner_id: &str,
+        conversation_id: &str,
+        trace_id: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<app::compare::TraceChoice>> {
+        let rows: Vec<ChoiceRow> = sqlx::query_as(
+            "SELECT t.trace_id, t.conversation_id, c.title, t.model, t.status, t.started_at,
+                    m.body AS question
+             FROM agent_traces t JOIN conversations c ON c.id = t.conversation_id
+             LEFT JOIN messages m ON m.id = t.user_message_id
+             WHERE c.owner_id = ? AND (? IS NULL OR t.trace_id = ?)
+             ORDER BY t.conversation_id = ? DESC, t.started_at DESC LIMIT ?",
+        )
+        .bind(owner_id)
+        .bind(trace_id)
+        .bind(trace_id)
+        .bind(conversation_id)
+        .bind(sql_int(limit as u64))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.into_iter().map(ChoiceRow::into_choice).collect()
     }
 
     pub async fn trace_by_run(&self, owner_id: &str, run_id: &str) -> Result<Option<Trace>> {

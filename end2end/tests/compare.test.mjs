@@ -1,0 +1,134 @@
+// Comparing two runs (issue 36, part 2): two real runs of a fake OpenAI-compatible model in one
+// conversation, with different tool calls; "Compare with…" on the first run's trace page opens
+// the compare view (aligned rows, the inserted call marked, the answers' word diff); a reload
+// renders the same on the server and hydrates without a warning.
+
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { writeFileSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer } from '../support/server.mjs';
+import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+
+let server;
+let fake;
+let browser;
+
+function frame(delta, finish = null) {
+  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+}
+
+function call(index, name, args) {
+  return frame({ tool_calls: [{ index, id: `call_${index}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] });
+}
+
+/** Model `one` reads notes.md; model `two` reads it and lists the folder. Then each answers. */
+async function startFake() {
+  const http = createServer((request, response) => {
+    let body = '';
+    request.on('data', (part) => { body += part; });
+    request.on('end', () => {
+      const parsed = JSON.parse(body || '{}');
+      const two = parsed.model === 'two';
+      // The conversation's earlier turns are sent too: only tool results after the question count.
+      const messages = parsed.messages ?? [];
+      const question = messages.map((m) => m.role).lastIndexOf('user');
+      const answered = messages.slice(question + 1).some((m) => m.role === 'tool');
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const frames = answered
+        ? [frame({ content: two ? 'The notes have two TODO items.' : 'The notes have one TODO.' }), frame({}, 'stop')]
+        : [call(0, 'read_file', { path: 'notes.md' }), ...(two ? [call(1, 'list_dir', { path: '.' })] : []), frame({}, 'tool_calls')];
+      response.end(`${frames.join('')}data: [DONE]\n\n`);
+    });
+  });
+  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
+  return { baseUrl: `http://127.0.0.1:${http.address().port}/v1`, close: () => new Promise((r) => http.close(r)) };
+}
+
+before(async () => {
+  fake = await startFake();
+  const dir = mkdtempSync(join(tmpdir(), 'glassbox-compare-'));
+  const providers = join(dir, 'providers.json');
+  writeFileSync(providers, JSON.stringify({ providers: [{ name: 'fake', kind: 'openai_chat', base_url: fake.baseUrl, models: ['one', 'two'] }] }));
+  server = await startServer({ args: ['--providers-file', providers], workspace: { 'notes.md': 'TODO: write the docs\n' } });
+  browser = await launchBrowser();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await fake?.close();
+});
+
+/** What the compare view shows: each row's change and tool names, and the word diff's marks. */
+async function compareView(page) {
+  await page.locator('.compare-rows').waitFor();
+  const rows = await page.locator('.compare-row').evaluateAll((items) => items.map((item) => ({
+    change: item.dataset.change,
+    text: item.innerText,
+  })));
+  const deleted = await page.locator('.word-diff del').allInnerTexts();
+  const inserted = await page.locator('.word-diff ins').allInnerTexts();
+  return { rows, deleted, inserted };
+}
+
+function check(view) {
+  assert.deepEqual(view.rows.map((row) => row.change), ['same', 'inserted', 'changed']);
+  assert.match(view.rows[0].text, /read_file[\s\S]*read_file/);
+  assert.match(view.rows[1].text, /\+ only in B[\s\S]*list_dir/);
+  assert.ok(!/list_dir[\s\S]*list_dir/.test(view.rows[1].text), 'list_dir is in B only');
+  assert.deepEqual(view.deleted, ['one', 'TODO.']);
+  assert.deepEqual(view.inserted, ['two TODO', 'items.']);
+}
+
+test('two runs with different tool calls compare step by step, the same after a reload', async () => {
+  const { page, problems } = await openPage(browser);
+  await page.goto(server.url);
+  await waitForHydration(page);
+  await page.getByLabel('Model').selectOption('fake/one');
+  await send(page, 'How many TODOs are in the notes?');
+  const done = page.locator('.message.assistant[data-status="complete"]');
+  await done.first().waitFor({ timeout: 15_000 });
+  await page.getByLabel('Model').selectOption('fake/two');
+  await send(page, 'How many TODOs, and what else is here?');
+  await done.nth(1).waitFor({ timeout: 15_000 });
+
+  // The first run's trace page: "Compare with…" lists the second run (same conversation first).
+  await done.first().getByRole('link', { name: 'View trace' }).click();
+  await page.waitForURL(/\/t\/trace_/);
+  await waitForHydration(page);
+  const first = page.url().split('/t/')[1];
+  await page.locator('.compare-with > summary').click();
+  const choice = page.locator('.compare-choice', { hasText: 'what else is here?' });
+  await choice.waitFor();
+  assert.match(await choice.innerText(), /fake\/two[\s\S]*completed[\s\S]*this conversation/);
+  await choice.click();
+  await page.waitForURL(new RegExp(`/compare/${first}/trace_`));
+  check(await compareView(page));
+  assert.match(await page.locator('.compare-side.side-a').innerText(), /How many TODOs are in the notes\?/);
+  assert.equal(await page.locator('.compare-timeline').count(), 2);
+
+  // A reload: the server renders the same view, and it hydrates without a warning.
+  await page.reload();
+  await waitForHydration(page);
+  check(await compareView(page));
+
+  // On a phone the two runs stack: run B's step under run A's, not beside it.
+  await page.setViewportSize({ width: 390, height: 800 });
+  const [left, right] = await page.locator('.compare-row.same .compare-cell').evaluateAll((cells) => cells.map((cell) => cell.getBoundingClientRect().toJSON()));
+  assert.ok(right.top >= left.bottom - 1, `stacked: ${JSON.stringify([left, right])}`);
+  assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll');
+  assert.deepEqual(problems, []);
+});
+
+test('a run compared with itself says so, and a missing one is the not-found page', async () => {
+  const { page } = await openPage(browser);
+  const response = await page.goto(`${server.url}/compare/trace_x/trace_x`);
+  assert.equal(response.status(), 400);
+  await page.getByText('cannot be compared with itself').waitFor();
+  const missing = await page.goto(`${server.url}/compare/trace_x/trace_y`);
+  assert.equal(missing.status(), 404);
+  await page.getByText('One of these runs does not exist.').waitFor();
+});
