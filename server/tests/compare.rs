@@ -298,3 +298,54 @@ async fn a_running_run_is_compared_as_far_as_it_is_stored() {
         .await;
     assert_eq!(status, 200);
 }
+
+/// The owner's feedback shows in the comparison (issue 36): the thumbs and comment on a run's
+/// answer on its side, a note on the step it was left on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn feedback_shows_in_the_comparison() {
+    let server = start().await;
+    let (a, conversation) = run(&server, "fake/one", "How many TODOs are in the notes?").await;
+    let (b, _) = run(&server, "fake/two", "And what else is here?").await;
+    let (_, stored) = server
+        .get_json(&format!("/api/conversations/{conversation}"))
+        .await;
+    let answer = &stored["messages"][1];
+    let message = answer["id"].as_str().expect("answer id");
+    let call = answer["segments"]
+        .as_array()
+        .and_then(|segments| segments.iter().find(|s| s["type"] == "tool_call"))
+        .and_then(|call| call["call_id"].as_str())
+        .expect("a tool call");
+    let feedback = json!({"rating": "down", "comment": "missed the list"});
+    let (status, body) = server
+        .send_json(
+            reqwest::Method::PUT,
+            &format!("/api/messages/{message}/feedback"),
+            Some(feedback),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let note = json!({"comment": "should have listed the folder"});
+    let path = format!("/api/messages/{message}/steps/{call}/note");
+    let (status, body) = server
+        .send_json(reqwest::Method::PUT, &path, Some(note))
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    let (status, comparison) = server.get_json(&format!("/api/compare/{a}/{b}")).await;
+    assert_eq!(status, 200, "{comparison}");
+    let side = &comparison["a"]["feedback"];
+    assert_eq!(
+        (&side["rating"], &side["comment"]),
+        (&json!("down"), &json!("missed the list"))
+    );
+    assert_eq!(
+        comparison["a"]["steps"][0]["note"],
+        "should have listed the folder"
+    );
+    assert!(comparison["b"].get("feedback").is_none(), "{comparison}");
+    let (status, page) = server_page(&server.base, &format!("/compare/{a}/{b}")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(page.contains("Rated down: missed the list"), "{page}");
+    assert!(page.contains("should have listed the folder"), "{page}");
+}

@@ -59,6 +59,9 @@ pub struct RunSide {
     /// The answer text (every text segment).
     pub answer: String,
     pub totals: Totals,
+    /// The owner's feedback on the answer (issue 36), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<crate::models::Feedback>,
 }
 
 /// What kind of block a step is.
@@ -88,6 +91,9 @@ pub struct Step {
     /// The output tokens of the model turn that wrote it, on the turn's first step only (the
     /// providers count tokens per turn, not per block).
     pub tokens: Option<u64>,
+    /// The owner's note on this step (a reasoning block or tool call), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// A run's totals.

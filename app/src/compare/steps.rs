@@ -97,6 +97,7 @@ pub fn steps_of(trace: &Trace, turn_starts: &[u64]) -> (Vec<Step>, String) {
                     start_ms: stamp(&reasoning.started_at, origin),
                     duration_ms: reasoning.duration_ms,
                     tokens: None,
+                    note: None,
                 },
             ),
             Segment::ToolCall(call) => (call.call_id.as_str(), call_step(call, origin)),
@@ -111,9 +112,11 @@ pub fn steps_of(trace: &Trace, turn_starts: &[u64]) -> (Vec<Step>, String) {
                     start_ms: 0,
                     duration_ms: None,
                     tokens: None,
+                    note: None,
                 },
             ),
         };
+        step.note = step_note(trace, &message.id, id);
         if let Some(&(turn, first, last)) = marks.blocks.get(id) {
             if step.kind == StepKind::Answer {
                 step.start_ms = first - origin;
@@ -126,6 +129,15 @@ pub fn steps_of(trace: &Trace, turn_starts: &[u64]) -> (Vec<Step>, String) {
         steps.push(step);
     }
     (steps, message.text())
+}
+
+/// The owner's note on step `step_id` of message `message_id`, from the trace's feedback.
+fn step_note(trace: &Trace, message_id: &str, step_id: &str) -> Option<String> {
+    trace
+        .feedback
+        .iter()
+        .find(|item| item.message_id == message_id && item.step_id.as_deref() == Some(step_id))
+        .map(|item| item.comment.clone())
 }
 
 fn text_status(done: bool) -> String {
@@ -154,6 +166,7 @@ fn call_step(call: &crate::protocol::ToolCallSegment, origin: i64) -> Step {
         start_ms: stamp(&call.started_at, origin),
         duration_ms: call.duration_ms,
         tokens: None,
+        note: None,
     }
 }
 
@@ -190,5 +203,6 @@ pub fn side_of(trace: &Trace, question: String, turn_starts: &[u64]) -> RunSide 
         steps,
         answer,
         totals,
+        feedback: crate::models::answer_feedback(&trace.feedback, &trace.message_id).cloned(),
     }
 }

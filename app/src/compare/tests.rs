@@ -14,6 +14,7 @@ fn call(name: &str, args: Value) -> Step {
         start_ms: 0,
         duration_ms: Some(10),
         tokens: None,
+        note: None,
     }
 }
 
@@ -27,6 +28,7 @@ fn text(kind: StepKind, words: &str) -> Step {
         start_ms: 0,
         duration_ms: Some(10),
         tokens: Some(5),
+        note: None,
     }
 }
 

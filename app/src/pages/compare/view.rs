@@ -55,8 +55,23 @@ fn side_card(side: &RunSide, name: &'static str) -> impl IntoView {
             </p>
             <p class="compare-question">{question}</p>
             <p class="muted">{format!("{} · {}", side.model, side.started_at)}</p>
+            {side.feedback.as_ref().map(feedback_line)}
         </div>
     }
+}
+
+/// The owner's thumbs and comment on a run's answer, as text.
+fn feedback_line(feedback: &crate::models::Feedback) -> impl IntoView {
+    let rating = match feedback.rating {
+        Some(crate::models::Rating::Up) => "Rated up",
+        Some(crate::models::Rating::Down) => "Rated down",
+        None => "Comment",
+    };
+    let text = match feedback.comment.is_empty() {
+        true => rating.to_owned(),
+        false => format!("{rating}: {}", feedback.comment),
+    };
+    view! { <p class="compare-feedback" data-rating=feedback.rating.map(|r| r.as_str())>{text}</p> }
 }
 
 fn tokens(totals: &Totals) -> String {
@@ -170,6 +185,7 @@ fn step_cell(step: Option<&Step>, differs: &[Field]) -> AnyView {
                 " "
                 <span class=mark(Field::Tokens)>{tokens}</span>
             </p>
+            {step.note.clone().map(|note| view! { <p class="compare-step-note">"Note: " {note}</p> })}
         </div>
     }
     .into_any()
