@@ -131,3 +131,39 @@ test('a question is edited and sent again; Esc cancels; both versions stay reach
   assert.deepEqual(problems, []);
   await context.close();
 });
+
+test('a search hit on another branch switches the conversation to it', async () => {
+  const first = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ content: 'Tell me about zebras', model: 'fake/m' }),
+  }).then((response) => response.json());
+  await fetch(`${server.url}/api/runs/${first.run_id}/events`).then((response) => response.text());
+  const edited = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body: JSON.stringify({ conversation_id: first.conversation_id, edit: first.user_message_id, content: 'Tell me about okapis' }),
+  }).then((response) => response.json());
+  await fetch(`${server.url}/api/runs/${edited.run_id}/events`).then((response) => response.text());
+  const back = await fetch(`${server.url}/api/conversations/${first.conversation_id}/branch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ message_id: first.user_message_id }),
+  });
+  assert.equal(back.status, 200);
+
+  const { page, context, problems } = await openPage(browser);
+  await page.goto(`${server.url}/`);
+  await waitForHydration(page);
+  await page.locator('#search-input').fill('okapis');
+  const hit = page.locator('#sidebar .search-hit[data-kind="question"]');
+  await hit.waitFor();
+  await hit.click();
+  await page.waitForURL((url) => url.searchParams.get('m') === edited.user_message_id);
+  await page.locator(`article[data-message-id="${edited.user_message_id}"]`).waitFor();
+  await question(page).locator('.sibling-count', { hasText: '2 / 2' }).waitFor();
+  await reload(page);
+  assert.equal(await question(page).locator('.message-text').innerText(), 'Tell me about okapis');
+  assert.deepEqual(problems, []);
+  await context.close();
+});

@@ -186,8 +186,9 @@ fn rerun(state: ChatState, rerun: Rerun) {
     let _ = (state, rerun);
 }
 
-/// Switches the conversation to version `message_id` of one of its messages and shows it.
-fn switch(state: ChatState, message_id: String) {
+/// Switches the conversation to version `message_id` of one of its messages and shows it (also
+/// what opening a search hit on another branch does).
+pub(super) fn switch(state: ChatState, message_id: String) {
     #[cfg(feature = "hydrate")]
     leptos::task::spawn_local(async move {
         let Some(conversation) = state.conversation_id.get_untracked() else {

@@ -54,12 +54,14 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
 
 /// Opened from a search hit (`?m=MESSAGE&step=STEP`): once the message is on the page, opens the
 /// step and scrolls it into view, once per target (again after a reload, which keeps the query);
-/// when it is in an older page, loads the pages down to it first. `leave` stops the list
-/// following its end, which the reader now is away from.
+/// when it is in an older page, loads the pages down to it first, and when it is on another
+/// branch (issue 36), switches to it. `leave` stops the list following its end, which the reader
+/// now is away from.
 #[cfg(feature = "hydrate")]
 fn reveal_on_open(state: ChatState, leave: impl Fn() + Copy + 'static) {
     let query = leptos_router::hooks::use_query_map();
     let revealed = StoredValue::new(None::<(String, Option<String>)>);
+    let switched = StoredValue::new(None::<String>);
     Effect::new(move |_| {
         let target = query.with(|query| query.get("m").map(|m| (m, query.get("step"))));
         state.entries.track();
@@ -71,28 +73,44 @@ fn reveal_on_open(state: ChatState, leave: impl Fn() + Copy + 'static) {
         }
         // After the entries are drawn (and the list has gone to its end).
         leptos::leptos_dom::helpers::set_timeout(
-            move || {
-                if revealed.with_value(|done| done.as_ref() == Some(&target)) {
-                    return;
-                }
-                if let Some(found) =
-                    super::search::find_search_target(&target.0, target.1.as_deref())
-                {
-                    leave();
-                    super::search::reveal_search_target(&found);
-                    revealed.set_value(Some(target));
-                } else if state.earlier.get_untracked() > 0
-                    && !state.entries.with_untracked(|entries| {
-                        entries.iter().any(|entry| entry.id() == target.0)
-                    })
-                {
-                    // In an older page: load it (the entries change and this runs again).
-                    state.earlier_wanted.update(|n| *n += 1);
-                }
-            },
+            move || seek(state, target, leave, revealed, switched),
             std::time::Duration::from_millis(50),
         );
     });
+}
+
+/// One look for a search hit's target: shown when it is on the page; else the next older page
+/// is loaded; else, every page loaded, the conversation switches (once) to the branch the message
+/// is on. Each changes the entries, and the effect above looks again.
+#[cfg(feature = "hydrate")]
+fn seek(
+    state: ChatState,
+    target: (String, Option<String>),
+    leave: impl Fn(),
+    revealed: StoredValue<Option<(String, Option<String>)>>,
+    switched: StoredValue<Option<String>>,
+) {
+    if revealed.with_value(|done| done.as_ref() == Some(&target)) {
+        return;
+    }
+    if let Some(found) = super::search::find_search_target(&target.0, target.1.as_deref()) {
+        leave();
+        super::search::reveal_search_target(&found);
+        revealed.set_value(Some(target));
+        return;
+    }
+    let listed = state
+        .entries
+        .with_untracked(|entries| entries.iter().any(|entry| entry.id() == target.0));
+    if listed {
+        return;
+    }
+    if state.earlier.get_untracked() > 0 {
+        state.earlier_wanted.update(|n| *n += 1);
+    } else if switched.with_value(|done| done.as_deref() != Some(target.0.as_str())) {
+        switched.set_value(Some(target.0.clone()));
+        super::branches::switch(state, target.0);
+    }
 }
 
 /// Keeps the list at its end while the reader is there (see `follow_bottom`), and goes back to
