@@ -152,33 +152,7 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     assert!(!short.status.success(), "a short password is refused");
     let server = launch(&dir, &["--auth", "password"]).await;
     let base = server.base.as_str();
-
-    // Without a session: 401 JSON from the API, the sign-in page for a browser, health for all.
-    let (status, body) = get(base, "", "/api/conversations").await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    assert!(body.contains(r#""code":"unauthenticated""#), "{body}");
-    let page = client()
-        .get(format!("{base}/c/abc"))
-        .header(header::ACCEPT, "text/html")
-        .send()
-        .await
-        .expect("page");
-    assert_eq!(page.status(), StatusCode::SEE_OTHER);
-    assert_eq!(
-        page.headers()
-            .get(header::LOCATION)
-            .and_then(|v| v.to_str().ok()),
-        Some("/login?next=/c/abc")
-    );
-    assert_eq!(get(base, "", "/healthz").await.0, StatusCode::OK);
-    let (status, login) = get(base, "", "/login?next=/c/abc").await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(login.contains(r#"action="/auth/login""#) && login.contains(r#"value="/c/abc""#));
-    let (status, _) = server_fn(base, "", "conversations", &[]).await;
-    assert!(
-        !status.is_success(),
-        "server functions need a user too: {status}"
-    );
+    signed_out_gets_nothing(base).await;
 
     let (status, _) = sign_in(base, "alice", "wrong-password")
         .await
@@ -208,7 +182,65 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("Alice's private answer"));
 
-    // Bob, with Alice's ids: 404 everywhere, nothing in lists, nothing from server functions.
+    let alices = Alices {
+        conversation: &conversation,
+        run: &run,
+        trace: &trace,
+    };
+    reads_are_the_owners_only(base, &bob, &alices).await;
+    managing_is_the_owners_only(base, &alice, &bob, &conversation).await;
+    search_is_the_owners_only(base, &alice, &bob, &conversation).await;
+    feedback_is_the_owners_only(base, &alice, &bob, &field("message_id")).await;
+    server_functions_and_pages_are_the_owners_only(base, &alice, &bob, &alices).await;
+    compare_is_isolated(base, &alice, &bob, &trace).await;
+    // Last, as Bob gets a conversation of his own here.
+    branching_is_the_owners_only(base, &alice, &bob, &conversation).await;
+    signing_out_ends_the_session(base, &bob).await;
+}
+
+/// Alice's ids, which Bob tries.
+struct Alices<'a> {
+    conversation: &'a str,
+    run: &'a str,
+    trace: &'a str,
+}
+
+/// Without a session: 401 JSON from the API, the sign-in page for a browser, health for all.
+async fn signed_out_gets_nothing(base: &str) {
+    let (status, body) = get(base, "", "/api/conversations").await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    assert!(body.contains(r#""code":"unauthenticated""#), "{body}");
+    let page = client()
+        .get(format!("{base}/c/abc"))
+        .header(header::ACCEPT, "text/html")
+        .send()
+        .await
+        .expect("page");
+    assert_eq!(page.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        page.headers()
+            .get(header::LOCATION)
+            .and_then(|v| v.to_str().ok()),
+        Some("/login?next=/c/abc")
+    );
+    assert_eq!(get(base, "", "/healthz").await.0, StatusCode::OK);
+    let (status, login) = get(base, "", "/login?next=/c/abc").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(login.contains(r#"action="/auth/login""#) && login.contains(r#"value="/c/abc""#));
+    let (status, _) = server_fn(base, "", "conversations", &[]).await;
+    assert!(
+        !status.is_success(),
+        "server functions need a user too: {status}"
+    );
+}
+
+/// Bob, with Alice's ids: 404 everywhere, nothing in lists; he cannot stop or write into her run.
+async fn reads_are_the_owners_only(base: &str, bob: &str, alices: &Alices<'_>) {
+    let Alices {
+        conversation,
+        run,
+        trace,
+    } = alices;
     for path in [
         format!("/api/conversations/{conversation}"),
         format!("/api/traces/{trace}"),
@@ -218,15 +250,15 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
         format!("/thoughtflow/{conversation}.json"),
         format!("/thoughtflow/{conversation}.d2"),
     ] {
-        let (status, body) = get(base, &bob, &path).await;
+        let (status, body) = get(base, bob, &path).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
         assert!(!body.contains("private answer"), "{path}");
     }
-    let (status, body) = post(base, &bob, &format!("/api/runs/{run}/cancel"), json!({})).await;
+    let (status, body) = post(base, bob, &format!("/api/runs/{run}/cancel"), json!({})).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "cancel: {body}");
     let (status, body) = post(
         base,
-        &bob,
+        bob,
         "/api/chat",
         json!({"content": "mine now", "conversation_id": conversation, "model": "scenario:quick"}),
     )
@@ -236,38 +268,45 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
         StatusCode::NOT_FOUND,
         "writing into Alice's conversation: {body}"
     );
-    let (status, list) = get(base, &bob, "/api/conversations").await;
+    let (status, list) = get(base, bob, "/api/conversations").await;
     assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
-    let (status, list) = get(base, &bob, "/api/conversations?archived=true").await;
+    let (status, list) = get(base, bob, "/api/conversations?archived=true").await;
     assert_eq!((status, list.as_str()), (StatusCode::OK, "[]"));
-    // Nor rename, archive or delete it (404), nor delete it among "all of his".
+}
+
+/// Bob can neither rename, archive nor delete Alice's conversation (404), nor delete it among
+/// "all of his".
+async fn managing_is_the_owners_only(base: &str, alice: &str, bob: &str, conversation: &str) {
     let alices = format!("/api/conversations/{conversation}");
     for (method, body) in [
         (reqwest::Method::PATCH, json!({"title": "Bob's now"})),
         (reqwest::Method::PATCH, json!({"archived": true})),
         (reqwest::Method::DELETE, json!({})),
     ] {
-        let (status, answer) = send_json(base, &bob, method.clone(), &alices, body).await;
+        let (status, answer) = send_json(base, bob, method.clone(), &alices, body).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {alices}: {answer}");
     }
     let (status, answer) = send_json(
         base,
-        &bob,
+        bob,
         reqwest::Method::DELETE,
         "/api/conversations",
         json!({}),
     )
     .await;
     assert_eq!((status, answer), (StatusCode::OK, json!({"deleted": 0})));
-    let (status, body) = get(base, &alice, &alices).await;
+    let (status, body) = get(base, alice, &alices).await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.contains("Alice's private answer") && !body.contains("Bob's now"));
-    let (_, list) = get(base, &alice, "/api/conversations").await;
+    let (_, list) = get(base, alice, "/api/conversations").await;
     assert!(
-        list.contains(conversation.as_str()),
+        list.contains(conversation),
         "still listed, not archived: {list}"
     );
-    // Nor find it by search, by a word or by filters alone; Alice does.
+}
+
+/// Bob finds nothing of Alice's by search, by a word or by filters alone; Alice does.
+async fn search_is_the_owners_only(base: &str, alice: &str, bob: &str, conversation: &str) {
     for q in [
         "private",
         "answer",
@@ -279,57 +318,64 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
             "/api/search?q={}",
             q.replace(' ', "%20").replace('"', "%22")
         );
-        let (status, body) = get(base, &bob, &path).await;
+        let (status, body) = get(base, bob, &path).await;
         assert_eq!(
             (status, body.as_str()),
             (StatusCode::OK, r#"{"results":[]}"#),
             "{q}"
         );
-        let (status, body) = get(base, &alice, &path).await;
+        let (status, body) = get(base, alice, &path).await;
         assert_eq!(status, StatusCode::OK, "{q}: {body}");
-        assert!(body.contains(conversation.as_str()), "Alice's {q}: {body}");
+        assert!(body.contains(conversation), "Alice's {q}: {body}");
     }
     assert_eq!(
         get(base, "", "/api/search?q=private").await.0,
         StatusCode::UNAUTHORIZED
     );
-    feedback_is_the_owners_only(base, &alice, &bob, &field("message_id")).await;
+}
+
+/// Bob gets nothing of Alice's from the server functions or the pages.
+async fn server_functions_and_pages_are_the_owners_only(
+    base: &str,
+    alice: &str,
+    bob: &str,
+    alices: &Alices<'_>,
+) {
+    let (conversation, trace) = (alices.conversation, alices.trace);
     for (name, args) in [
         ("conversations", vec![]),
-        ("conversation", vec![("id", conversation.as_str())]),
-        ("trace", vec![("trace_id", trace.as_str())]),
-        ("trace-overview", vec![("trace_id", trace.as_str())]),
-        ("inspector", vec![("trace_id", trace.as_str())]),
-        ("model_turns", vec![("trace_id", trace.as_str())]),
+        ("conversation", vec![("id", conversation)]),
+        ("trace", vec![("trace_id", trace)]),
+        ("trace-overview", vec![("trace_id", trace)]),
+        ("inspector", vec![("trace_id", trace)]),
+        ("model_turns", vec![("trace_id", trace)]),
     ] {
-        let (status, body) = server_fn(base, &bob, name, &args).await;
+        let (status, body) = server_fn(base, bob, name, &args).await;
         assert_eq!(status, StatusCode::OK, "{name}: {body}");
         assert!(
             matches!(body.as_str(), "null" | "[]"),
             "{name} gave Bob: {body}"
         );
     }
-    let (_, page) = get(base, &bob, &format!("/c/{conversation}")).await;
+    let (_, page) = get(base, bob, &format!("/c/{conversation}")).await;
     assert!(
         !page.contains("private answer"),
         "the page showed Bob Alice's answer"
     );
-    let (_, page) = get(base, &alice, &format!("/c/{conversation}")).await;
+    let (_, page) = get(base, alice, &format!("/c/{conversation}")).await;
     assert!(
         page.contains("private answer"),
         "the page shows Alice her answer"
     );
-    let (_, whoami) = server_fn(base, &alice, "whoami", &[]).await;
+    let (_, whoami) = server_fn(base, alice, "whoami", &[]).await;
     assert_eq!(whoami, r#""alice""#);
-    compare_is_isolated(base, &alice, &bob, &trace).await;
+}
 
-    // Last, as Bob gets a conversation of his own here.
-    branching_is_the_owners_only(base, &alice, &bob, &conversation).await;
-
-    // Signing out ends the session.
+/// Signing out ends the session.
+async fn signing_out_ends_the_session(base: &str, bob: &str) {
     let out = client()
         .post(format!("{base}/auth/logout"))
-        .header(header::COOKIE, &bob)
+        .header(header::COOKIE, bob)
         .send()
         .await
         .expect("logout");
@@ -340,7 +386,7 @@ async fn two_users_never_see_each_others_conversations_traces_runs_or_exports() 
         .and_then(|v| v.to_str().ok())
         .is_some_and(|cookie| cookie.contains("Max-Age=0")));
     assert_eq!(
-        get(base, &bob, "/api/conversations").await.0,
+        get(base, bob, "/api/conversations").await.0,
         StatusCode::UNAUTHORIZED
     );
 }
@@ -654,155 +700,16 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
     let bob = sign_in(base, "bob", "bob-password").await.expect("bob");
     let [conversation, run, trace] = quick_run(base, &alice, None).await;
     let [_, other_run, other_trace] = quick_run(base, &alice, Some(&conversation)).await;
-
-    // Only the owner makes, lists and revokes links.
-    let (status, body) = send(
-        base,
-        "",
-        reqwest::Method::POST,
-        &format!("/api/traces/{trace}/shares"),
-    )
-    .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
-    let (status, body) = send(
-        base,
-        &bob,
-        reqwest::Method::POST,
-        &format!("/api/traces/{trace}/shares"),
-    )
-    .await;
-    assert_eq!(
-        status,
-        StatusCode::NOT_FOUND,
-        "Bob shares Alice's trace: {body}"
-    );
-    let (status, body) = send(
-        base,
-        &alice,
-        reqwest::Method::POST,
-        &format!("/api/traces/{trace}/shares"),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let link: Value = serde_json::from_str(&body).expect("JSON");
-    let token = link["token"].as_str().expect("token").to_owned();
-    assert!(token.len() >= 32, "an unguessable token: {token}");
-    assert_eq!(link["path"], format!("/t/{trace}?share={token}"));
-    let (status, list) = get(base, &alice, &format!("/api/traces/{trace}/shares")).await;
-    assert_eq!(status, StatusCode::OK);
-    assert!(list.contains(&token), "{list}");
-    let (status, list) = get(base, &bob, &format!("/api/traces/{trace}/shares")).await;
-    assert_eq!(
-        status,
-        StatusCode::NOT_FOUND,
-        "Bob lists Alice's links: {list}"
-    );
-    let (status, _) = send(
-        base,
-        &bob,
-        reqwest::Method::DELETE,
-        &format!("/api/traces/{trace}/shares/{token}"),
-    )
-    .await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "Bob revokes Alice's link");
-
-    // Without an account, the link reads its trace: the page, the trace, its stream, its exports.
+    let token = only_the_owner_shares(base, &alice, &bob, &trace).await;
     let q = format!("share={token}");
-    for path in [
-        format!("/t/{trace}?{q}"),
-        format!("/api/traces/{trace}?{q}"),
-        format!("/api/runs/{run}/events?{q}"),
-    ] {
-        let (status, body) = get(base, "", &path).await;
-        assert_eq!(status, StatusCode::OK, "{path}: {body}");
-        assert!(body.contains("private answer"), "{path}: {body}");
-    }
-    // (A scenario run makes no model requests and no tool calls: these are empty lists.)
-    for path in [
-        format!("/api/traces/{trace}/model-turns?{q}"),
-        format!("/api/traces/{trace}/inspector.json?{q}"),
-    ] {
-        let (status, body) = get(base, "", &path).await;
-        assert_eq!((status, body.as_str()), (StatusCode::OK, "[]"), "{path}");
-    }
-    for (name, id) in [
-        ("trace", &trace),
-        ("trace-overview", &trace),
-        ("inspector", &trace),
-    ] {
-        let (status, body) = server_fn(
-            base,
-            "",
-            name,
-            &[("trace_id", id.as_str()), ("share", token.as_str())],
-        )
-        .await;
-        assert_eq!(status, StatusCode::OK, "{name}: {body}");
-        assert!(
-            body.contains("private answer") || name == "inspector",
-            "{name}: {body}"
-        );
-    }
-
-    // ... and nothing else: not the other trace of the same conversation, not the conversation,
-    // not a write, not a list.
-    for path in [
-        format!("/t/{other_trace}?{q}"),
-        format!("/api/traces/{other_trace}?{q}"),
-        format!("/api/traces/{other_trace}/inspector.json?{q}"),
-        format!("/api/traces/{other_trace}/model-turns?{q}"),
-        format!("/api/runs/{other_run}/events?{q}"),
-    ] {
-        let (status, body) = get(base, "", &path).await;
-        assert!(!body.contains("private answer"), "{path}: {body}");
-        if path.starts_with("/api/") {
-            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
-        }
-    }
-    for (name, args) in [
-        (
-            "trace",
-            vec![
-                ("trace_id", other_trace.as_str()),
-                ("share", token.as_str()),
-            ],
-        ),
-        (
-            "inspector",
-            vec![
-                ("trace_id", other_trace.as_str()),
-                ("share", token.as_str()),
-            ],
-        ),
-        ("trace", vec![("trace_id", trace.as_str())]),
-    ] {
-        let (status, body) = server_fn(base, "", name, &args).await;
-        assert!(!body.contains("private answer"), "{name} {args:?}: {body}");
-        assert!(
-            status == StatusCode::OK || status == StatusCode::UNAUTHORIZED,
-            "{name}: {status}"
-        );
-    }
-    for path in [
-        format!("/api/conversations/{conversation}?{q}"),
-        format!("/api/conversations?{q}"),
-        format!("/thoughtflow/{conversation}.json?{q}"),
-        format!("/api/traces/{trace}/shares?{q}"),
-    ] {
-        let (status, body) = get(base, "", &path).await;
-        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
-    }
-    let (status, _) = send(
-        base,
-        "",
-        reqwest::Method::POST,
-        &format!("/api/runs/{run}/cancel?{q}"),
-    )
-    .await;
-    assert_eq!(status, StatusCode::UNAUTHORIZED);
-    let (status, _) = get(base, "", &format!("/c/{conversation}?{q}")).await;
-    assert_ne!(status, StatusCode::OK, "the conversation page");
-
+    a_link_reads_its_trace(base, &run, &trace, &token).await;
+    let shared = Shared {
+        conversation: &conversation,
+        run: &run,
+        trace: &trace,
+        token: &token,
+    };
+    a_link_reads_nothing_else(base, &shared, &other_run, &other_trace).await;
     // A signed-in stranger with the link reads it too (the link, not the account, decides).
     let (status, body) = get(base, &bob, &format!("/api/traces/{trace}?{q}")).await;
     assert_eq!(status, StatusCode::OK, "{body}");
@@ -853,6 +760,167 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
         get(base, &alice, &format!("/api/traces/{trace}")).await.0,
         StatusCode::OK
     );
+}
+
+/// A trace shared by a link, and the link's token.
+struct Shared<'a> {
+    conversation: &'a str,
+    run: &'a str,
+    trace: &'a str,
+    token: &'a str,
+}
+
+/// Only the owner makes, lists and revokes links: Alice's new link's token.
+async fn only_the_owner_shares(base: &str, alice: &str, bob: &str, trace: &str) -> String {
+    let (status, body) = send(
+        base,
+        "",
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED, "{body}");
+    let (status, body) = send(
+        base,
+        bob,
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "Bob shares Alice's trace: {body}"
+    );
+    let (status, body) = send(
+        base,
+        alice,
+        reqwest::Method::POST,
+        &format!("/api/traces/{trace}/shares"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let link: Value = serde_json::from_str(&body).expect("JSON");
+    let token = link["token"].as_str().expect("token").to_owned();
+    assert!(token.len() >= 32, "an unguessable token: {token}");
+    assert_eq!(link["path"], format!("/t/{trace}?share={token}"));
+    let (status, list) = get(base, alice, &format!("/api/traces/{trace}/shares")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(list.contains(&token), "{list}");
+    let (status, list) = get(base, bob, &format!("/api/traces/{trace}/shares")).await;
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "Bob lists Alice's links: {list}"
+    );
+    let (status, _) = send(
+        base,
+        bob,
+        reqwest::Method::DELETE,
+        &format!("/api/traces/{trace}/shares/{token}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "Bob revokes Alice's link");
+
+    token
+}
+
+/// Without an account, the link reads its trace: the page, the trace, its stream, its exports.
+async fn a_link_reads_its_trace(base: &str, run: &str, trace: &str, token: &str) {
+    let q = format!("share={token}");
+    for path in [
+        format!("/t/{trace}?{q}"),
+        format!("/api/traces/{trace}?{q}"),
+        format!("/api/runs/{run}/events?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert!(body.contains("private answer"), "{path}: {body}");
+    }
+    // (A scenario run makes no model requests and no tool calls: these are empty lists.)
+    for path in [
+        format!("/api/traces/{trace}/model-turns?{q}"),
+        format!("/api/traces/{trace}/inspector.json?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!((status, body.as_str()), (StatusCode::OK, "[]"), "{path}");
+    }
+    for (name, id) in [
+        ("trace", trace),
+        ("trace-overview", trace),
+        ("inspector", trace),
+    ] {
+        let (status, body) = server_fn(base, "", name, &[("trace_id", id), ("share", token)]).await;
+        assert_eq!(status, StatusCode::OK, "{name}: {body}");
+        assert!(
+            body.contains("private answer") || name == "inspector",
+            "{name}: {body}"
+        );
+    }
+}
+
+/// A link reads nothing else: not the other trace of the same conversation, not the
+/// conversation, not a write, not a list.
+async fn a_link_reads_nothing_else(
+    base: &str,
+    shared: &Shared<'_>,
+    other_run: &str,
+    other_trace: &str,
+) {
+    let Shared {
+        conversation,
+        run,
+        trace,
+        token,
+    } = *shared;
+    let q = format!("share={token}");
+    for path in [
+        format!("/t/{other_trace}?{q}"),
+        format!("/api/traces/{other_trace}?{q}"),
+        format!("/api/traces/{other_trace}/inspector.json?{q}"),
+        format!("/api/traces/{other_trace}/model-turns?{q}"),
+        format!("/api/runs/{other_run}/events?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert!(!body.contains("private answer"), "{path}: {body}");
+        if path.starts_with("/api/") {
+            assert_eq!(status, StatusCode::NOT_FOUND, "{path}: {body}");
+        }
+    }
+    for (name, args) in [
+        ("trace", vec![("trace_id", other_trace), ("share", token)]),
+        (
+            "inspector",
+            vec![("trace_id", other_trace), ("share", token)],
+        ),
+        ("trace", vec![("trace_id", trace)]),
+    ] {
+        let (status, body) = server_fn(base, "", name, &args).await;
+        assert!(!body.contains("private answer"), "{name} {args:?}: {body}");
+        assert!(
+            status == StatusCode::OK || status == StatusCode::UNAUTHORIZED,
+            "{name}: {status}"
+        );
+    }
+    for path in [
+        format!("/api/conversations/{conversation}?{q}"),
+        format!("/api/conversations?{q}"),
+        format!("/thoughtflow/{conversation}.json?{q}"),
+        format!("/api/traces/{trace}/shares?{q}"),
+    ] {
+        let (status, body) = get(base, "", &path).await;
+        assert_eq!(status, StatusCode::UNAUTHORIZED, "{path}: {body}");
+    }
+    let (status, _) = send(
+        base,
+        "",
+        reqwest::Method::POST,
+        &format!("/api/runs/{run}/cancel?{q}"),
+    )
+    .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = get(base, "", &format!("/c/{conversation}?{q}")).await;
+    assert_ne!(status, StatusCode::OK, "the conversation page");
 }
 
 /// Revoking a link ends the streams opened through it (within the 2 s recheck), while the owner's

@@ -142,73 +142,7 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
     quick(&server);
     let (kept, kept_trace) = finished_conversation(&server, "quick", "keep me").await;
     let (id, trace) = finished_conversation(&server, "secret", &format!("find {secret}")).await;
-    // A second turn, a share link and a model turn, so every kind of row is there.
-    let response = server
-        .client
-        .post(server.url("/api/chat"))
-        .header("accept", "application/json")
-        .json(&json!({"content": format!("again {secret}"), "conversation_id": id, "model": "scenario:secret"}))
-        .send()
-        .await
-        .expect("POST /api/chat");
-    let status = response.status().as_u16();
-    let reply: Value = response.json().await.expect("JSON");
-    assert_eq!(status, 201, "{reply}");
-    server
-        .subscribe(reply["run_id"].as_str().expect("run"), None)
-        .await
-        .collect()
-        .await;
-    let (status, share) = server
-        .post_json(&format!("/api/traces/{trace}/shares"), json!({}))
-        .await;
-    assert_eq!(status, 201, "{share}");
-    let share_path = format!(
-        "/api/traces/{trace}?share={}",
-        share["token"].as_str().expect("token")
-    );
-    server
-        .store
-        .execute_as_writer(format!(
-            "INSERT INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
-             VALUES ('{trace}', 0, 'm', 0, '{{\"q\": \"{secret}\"}}', '{{\"a\": \"{secret}\"}}',
-                     '2026-11-26T00:00:00Z', '2026-11-26T00:00:01Z')"
-        ))
-        .await
-        .expect("a model turn");
-    // Feedback on the answer and a note on its tool call (issue 36), each with a search piece.
-    let answer = reply["message_id"].as_str().expect("message");
-    let call = tool_call_of(&server, &id, answer).await;
-    let (status, body) = server
-        .send_json(
-            Method::PUT,
-            &format!("/api/messages/{answer}/feedback"),
-            Some(json!({"rating": "down", "comment": format!("wrong about {secret}")})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let (status, body) = server
-        .send_json(
-            Method::PUT,
-            &format!("/api/messages/{answer}/steps/{call}/note"),
-            Some(json!({"comment": format!("searched {secret} again")})),
-        )
-        .await;
-    assert_eq!(status, 200, "{body}");
-    let rows = |conversation: &str| {
-        let traces =
-            format!("(SELECT trace_id FROM agent_traces WHERE conversation_id = '{conversation}')");
-        [
-            format!("SELECT COUNT(*) FROM conversations WHERE id = '{conversation}'"),
-            format!("SELECT COUNT(*) FROM messages WHERE conversation_id = '{conversation}'"),
-            format!("SELECT COUNT(*) FROM agent_traces WHERE conversation_id = '{conversation}'"),
-            format!("SELECT COUNT(*) FROM trace_event_chunks WHERE trace_id IN {traces}"),
-            format!("SELECT COUNT(*) FROM model_turns WHERE trace_id IN {traces}"),
-            format!("SELECT COUNT(*) FROM trace_shares WHERE trace_id IN {traces}"),
-            format!("SELECT COUNT(*) FROM search_docs WHERE conversation_id = '{conversation}'"),
-            format!("SELECT COUNT(*) FROM feedback WHERE conversation_id = '{conversation}'"),
-        ]
-    };
+    let (reply, share_path) = every_kind_of_row(&server, &id, &trace, secret).await;
     let mut before = Vec::new();
     for sql in rows(&id) {
         before.push(server.count(&sql).await);
@@ -264,8 +198,94 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
     );
     let list = listed(&server, "/api/conversations").await;
     assert_eq!((list.len(), &list[0]["id"]), (1, &json!(kept)));
-    // Not found by search, and gone from the full-text index itself.
-    let (status, found) = server.get_json(&search).await;
+    let search = format!("/api/search?q=%22{secret}%22");
+    gone_from_search(&server, &search).await;
+    text_left_the_files(&dir, &server, secret).await;
+    server.stop().await;
+}
+
+/// A second turn, a share link, a model turn, feedback and a note in conversation `id`, so every
+/// kind of row is there: the second run's reply and the share link's trace path.
+async fn every_kind_of_row(
+    server: &TestServer,
+    id: &str,
+    trace: &str,
+    secret: &str,
+) -> (Value, String) {
+    let response = server
+        .client
+        .post(server.url("/api/chat"))
+        .header("accept", "application/json")
+        .json(&json!({"content": format!("again {secret}"), "conversation_id": id, "model": "scenario:secret"}))
+        .send()
+        .await
+        .expect("POST /api/chat");
+    let status = response.status().as_u16();
+    let reply: Value = response.json().await.expect("JSON");
+    assert_eq!(status, 201, "{reply}");
+    server
+        .subscribe(reply["run_id"].as_str().expect("run"), None)
+        .await
+        .collect()
+        .await;
+    let (status, share) = server
+        .post_json(&format!("/api/traces/{trace}/shares"), json!({}))
+        .await;
+    assert_eq!(status, 201, "{share}");
+    let share_path = format!(
+        "/api/traces/{trace}?share={}",
+        share["token"].as_str().expect("token")
+    );
+    server
+        .store
+        .execute_as_writer(format!(
+            "INSERT INTO model_turns (trace_id, turn_index, model, after_seq, request, response, started_at, completed_at)
+             VALUES ('{trace}', 0, 'm', 0, '{{\"q\": \"{secret}\"}}', '{{\"a\": \"{secret}\"}}',
+                     '2026-11-26T00:00:00Z', '2026-11-26T00:00:01Z')"
+        ))
+        .await
+        .expect("a model turn");
+    // Feedback on the answer and a note on its tool call (issue 36), each with a search piece.
+    let answer = reply["message_id"].as_str().expect("message");
+    let call = tool_call_of(server, id, answer).await;
+    let (status, body) = server
+        .send_json(
+            Method::PUT,
+            &format!("/api/messages/{answer}/feedback"),
+            Some(json!({"rating": "down", "comment": format!("wrong about {secret}")})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = server
+        .send_json(
+            Method::PUT,
+            &format!("/api/messages/{answer}/steps/{call}/note"),
+            Some(json!({"comment": format!("searched {secret} again")})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    (reply, share_path)
+}
+
+/// Counts of every kind of row a conversation `conversation` has.
+fn rows(conversation: &str) -> [String; 8] {
+    let traces =
+        format!("(SELECT trace_id FROM agent_traces WHERE conversation_id = '{conversation}')");
+    [
+        format!("SELECT COUNT(*) FROM conversations WHERE id = '{conversation}'"),
+        format!("SELECT COUNT(*) FROM messages WHERE conversation_id = '{conversation}'"),
+        format!("SELECT COUNT(*) FROM agent_traces WHERE conversation_id = '{conversation}'"),
+        format!("SELECT COUNT(*) FROM trace_event_chunks WHERE trace_id IN {traces}"),
+        format!("SELECT COUNT(*) FROM model_turns WHERE trace_id IN {traces}"),
+        format!("SELECT COUNT(*) FROM trace_shares WHERE trace_id IN {traces}"),
+        format!("SELECT COUNT(*) FROM search_docs WHERE conversation_id = '{conversation}'"),
+        format!("SELECT COUNT(*) FROM feedback WHERE conversation_id = '{conversation}'"),
+    ]
+}
+
+/// Not found by search, and gone from the full-text index itself.
+async fn gone_from_search(server: &TestServer, search: &str) {
+    let (status, found) = server.get_json(search).await;
     assert_eq!((status, &found["results"]), (200, &json!([])), "{found}");
     assert_eq!(
         server.get_json("/api/search?q=keep").await.1["results"]
@@ -287,13 +307,15 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
             "SELECT COUNT(*) FROM search_docs WHERE tsv @@ to_tsquery('simple', 'zebra | quartz')";
         assert_eq!(server.count(indexed).await, 0);
     }
+}
 
-    // On SQLite, the files (WAL included) after a checkpoint, while the server runs; on
-    // PostgreSQL, every row.
+/// On SQLite, the files (WAL included) after a checkpoint, while the server runs; on
+/// PostgreSQL, every row: the deleted text is in none, the other conversation's is.
+async fn text_left_the_files(dir: &tempfile::TempDir, server: &TestServer, secret: &str) {
     if server.store.sqlite().is_some() {
-        checkpoint(&dir).await;
+        checkpoint(dir).await;
     }
-    let stored = stored_bytes(&dir).await;
+    let stored = stored_bytes(dir).await;
     assert!(
         stored.windows(8).any(|window| window == b"keep me\""),
         "the other conversation's text is stored"
@@ -307,7 +329,6 @@ async fn a_delete_removes_every_row_and_the_text_from_the_database() {
             String::from_utf8_lossy(needle)
         );
     }
-    server.stop().await;
 }
 
 /// The `call_id` of the first tool call of the message `message_id` of conversation `id`.
