@@ -20,7 +20,6 @@ pub fn UserMessage(
 ) -> impl IntoView {
     let editing = RwSignal::new(false);
     let draft = RwSignal::new(text.clone());
-    let idle = move || state.live_run.with(Option::is_none);
     let question_id = StoredValue::new(id.clone());
     let original = StoredValue::new(text.clone());
     let send = move || {
@@ -61,7 +60,9 @@ pub fn UserMessage(
             </Show>
             <div class="message-branches">
                 <SiblingNav siblings=siblings.clone() state />
-                <Show when=move || idle() && !editing.get()>
+                // Hidden while a run goes by the list's `running` class (style/glassbox.css), not
+                // here: one class for the list rather than a closure per message to re-run.
+                <Show when=move || !editing.get()>
                     <button type="button" class="footer-action edit-action" on:click=move |_| editing.set(true)>"Edit"</button>
                 </Show>
             </div>
@@ -111,7 +112,6 @@ pub fn SiblingNav(siblings: Option<Siblings>, state: ChatState) -> impl IntoView
 /// another model (the composer's list).
 #[component]
 pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>) -> impl IntoView {
-    let idle = move || state.live_run.with(Option::is_none);
     let answer_id = StoredValue::new(id);
     let regenerate = move |model: String| {
         state.model.set(model);
@@ -132,20 +132,19 @@ pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>
             })
             .collect_view()
     };
+    // Hidden while a run goes by the list's `running` class, as Edit is.
     view! {
-        <Show when=idle>
-            <button
-                type="button"
-                class="footer-action regenerate"
-                on:click=move |_| regenerate(state.model.get_untracked())
-            >
-                "Regenerate"
-            </button>
-            <details class="menu regenerate-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
-                <summary class="footer-action">"Regenerate with…"</summary>
-                <div class="menu-items" role="menu">{choices}</div>
-            </details>
-        </Show>
+        <button
+            type="button"
+            class="footer-action regenerate"
+            on:click=move |_| regenerate(state.model.get_untracked())
+        >
+            "Regenerate"
+        </button>
+        <details class="menu regenerate-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
+            <summary class="footer-action">"Regenerate with…"</summary>
+            <div class="menu-items" role="menu">{choices}</div>
+        </details>
     }
 }
 
