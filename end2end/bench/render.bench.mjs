@@ -12,7 +12,8 @@
 // 4. A conversation of 200 turns, 2,000 tool calls and a 5,000-event trace: long tasks while it
 //    opens, while every earlier page loads (to 400 messages shown, each page timed), while the
 //    reader's wheel scrolls the message list end to end, and while a new answer streams.
-// `npm run bench -- stream|trace|replay|long` runs one part.
+// 5. Two runs of about 500 steps on the compare page (issue 36): long tasks while it opens.
+// `npm run bench -- stream|trace|replay|long|compare` runs one part.
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
@@ -198,6 +199,49 @@ async function replayBenchmark(browser, server) {
   }
 }
 
+/** Run A's scenario with every seventh call made with other arguments and every eleventh left out. */
+function otherRun(run) {
+  let call = 0;
+  const steps = [];
+  for (const step of run.steps) {
+    if (!step.tool_calls) { steps.push(step); continue; }
+    call += 1;
+    if (call % 11 === 0) continue;
+    steps.push(call % 7 === 0 ? { tool_calls: [{ name: 'grep_search', args: { query: `other${call}` } }] } : step);
+  }
+  return { ...run, steps };
+}
+
+/** Two runs of about 500 steps each (reasoning, 249 tool calls, 250 texts) side by side: the
+ * compare page opened directly, its long tasks and time to hydrate (issue 36). */
+async function compareBenchmark(browser, server) {
+  const run = async (model) => {
+    const response = await fetch(`${server.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: 'A long run', model }),
+    });
+    return /"trace_id":"([^"]+)"/.exec(await response.text())?.[1];
+  };
+  const [a, b] = [await run('scenario:compare_a'), await run('scenario:compare_b')];
+  const timed = await fetch(`${server.url}/api/compare/${a}/${b}`);
+  const comparison = await timed.json();
+  console.log(`compare: ${comparison.a.steps.length} and ${comparison.b.steps.length} steps, ${comparison.rows.length} rows`);
+  for (let round = 0; round < 3; round += 1) {
+    const { page, context, problems } = await openPage(browser);
+    await page.addInitScript(INSTRUMENT);
+    const started = Date.now();
+    await page.goto(`${server.url}/compare/${a}/${b}`);
+    await waitForHydration(page);
+    const hydrated = Date.now() - started;
+    const tasks = await page.evaluate(() => window.__bench.longTasks.map((task) => task.duration));
+    const rows = await page.locator('.compare-row').count();
+    console.log(`  round ${round}: ${rows} rows drawn, hydrated in ${hydrated} ms; long tasks over 50 ms: ${tasks.length}${tasks.length ? ` (longest ${Math.max(...tasks).toFixed(0)} ms)` : ''}`);
+    await context.close();
+    if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+  }
+}
+
 /** A turn of a long conversation: ten quick tool calls and a few paragraphs with a table. */
 function turn(index) {
   const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
@@ -222,6 +266,15 @@ async function longConversationBenchmark(browser, server) {
   await post('scenario:big');
   for (let index = 1; index < 200; index += 1) await post(`scenario:turn${index % 10}`);
   console.log(`long conversation: 200 turns stored in ${((Date.now() - built) / 1000).toFixed(1)} s`);
+  // A second version of the last answer, to switch between (issue 36).
+  const stored = await fetch(`${server.url}/api/conversations/${conversationId}`).then((r) => r.json());
+  const last = stored.messages[stored.messages.length - 1].id;
+  const regenerated = await fetch(`${server.url}/api/chat`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify({ conversation_id: conversationId, regenerate: last, model: 'scenario:turn3' }),
+  });
+  await regenerated.text();
 
   const { page, context, problems } = await openPage(browser);
   await page.addInitScript(INSTRUMENT);
@@ -245,6 +298,19 @@ async function longConversationBenchmark(browser, server) {
   };
   const all = await page.evaluate(() => window.__bench.longTasks);
   console.log(`  opened in ${opened} ms (${(bytes / 1024).toFixed(0)} KiB of HTML, ${await page.locator('article.message').count()} messages, ${await page.locator('.tool-call').count()} tool blocks); long tasks while opening: ${all.length}${all.length ? ` (longest ${all.reduce((m, t) => Math.max(m, t.duration), 0).toFixed(0)} ms)` : ''}`);
+  await phase('switching between the two versions of the last answer, three times each way', async () => {
+    const answer = page.locator('article.message.assistant').last();
+    const times = [];
+    for (let round = 0; round < 3; round += 1) {
+      for (const [button, count] of [['Previous version', '1 / 2'], ['Next version', '2 / 2']]) {
+        const started = await page.evaluate(() => performance.now());
+        await answer.getByRole('button', { name: button }).click();
+        await answer.locator('.sibling-count', { hasText: count }).waitFor();
+        times.push((await page.evaluate(() => performance.now())) - started);
+      }
+    }
+    console.log(`  (each switch, from the press to the version shown: ${times.map((t) => t.toFixed(0)).join(', ')} ms)`);
+  });
   // Each earlier page as a reader loads it (the button; scrolling up does the same): how long from
   // the press to the next painted frame, and Chromium's script, style and layout time for it, by
   // how many messages were shown before. A page costs the same at 40 as at 400 when no work grows
@@ -324,6 +390,8 @@ const server = await startServer({
     ...Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`turn${index}`, turn(index)])),
     // Each grep_search call streams 40 matching lines: about 42 events per call.
     big: busyRun(4_160, 30, 0),
+    compare_a: busyRun(2_000, 249, 0),
+    compare_b: otherRun(busyRun(2_000, 249, 0)),
   },
 });
 const browser = await launchBrowser();
@@ -332,6 +400,7 @@ try {
   if (!only || only === 'trace') await traceBenchmark(browser, server);
   if (!only || only === 'replay') await replayBenchmark(browser, server);
   if (!only || only === 'long') await longConversationBenchmark(browser, server);
+  if (!only || only === 'compare') await compareBenchmark(browser, server);
 } finally {
   await browser.close();
   await server.stop();
