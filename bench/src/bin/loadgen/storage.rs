@@ -117,6 +117,7 @@ async fn one_trace(
             user_message_id: format!("mu_{run_id}"),
             assistant_message_id: format!("ma_{run_id}"),
             now: "2026-11-22T10:00:00.000Z".into(),
+            rerun: None,
         })
         .await
         .map_err(|error| error.to_string())?;
