@@ -229,14 +229,15 @@ pub enum Rerun {
     Edit(String, String),
 }
 
-/// Switches a conversation to another version of one of its messages: the conversation after.
+/// Switches a conversation to another version of one of its messages: the conversation's newest
+/// page after (`?page=newest`: the whole of a long one is megabytes to decode).
 #[cfg(feature = "hydrate")]
 pub async fn switch_branch(
     id: &str,
     message_id: &str,
 ) -> Result<crate::models::Conversation, ClientError> {
     let body = serde_json::json!({ "message_id": message_id });
-    let request = Request::post(&format!("{}/branch", conversation(id))).json(&body);
+    let request = Request::post(&format!("{}/branch?page=newest", conversation(id))).json(&body);
     read(send(request, &[]).await?).await
 }
 

@@ -574,3 +574,48 @@ async fn the_postgres_branches_migration_keeps_every_message_on_the_active_path(
         "a second active message at one position is refused"
     );
 }
+
+/// `?page=newest` answers a switch with the conversation's newest page only (what the browser
+/// asks: a long conversation whole is megabytes to decode), with how many messages are before it;
+/// another value of `page` is 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_switch_answers_the_newest_page_when_asked() {
+    let (server, _fake) = start().await;
+    let first = run(&server, json!({"content": "turn 0", "model": "fake/one"})).await;
+    let id = first["conversation_id"].as_str().expect("id").to_owned();
+    for turn in 1..11 {
+        run(
+            &server,
+            json!({"content": format!("turn {turn}"), "model": "fake/one", "conversation_id": id}),
+        )
+        .await;
+    }
+    let whole = conversation(&server, &id).await;
+    let last = id_at(&whole, 21);
+    run(
+        &server,
+        json!({"conversation_id": id, "regenerate": last, "model": "fake/one"}),
+    )
+    .await;
+    let path = format!("/api/conversations/{id}/branch?page=newest");
+    let (status, page) = server.post_json(&path, json!({"message_id": last})).await;
+    assert_eq!(status, 200, "{page}");
+    let shown = page["messages"].as_array().map_or(0, Vec::len);
+    assert!(shown > 0 && shown <= 20, "{shown} messages");
+    assert_eq!(page["earlier"].as_u64().unwrap_or(0) as usize + shown, 22);
+    assert_eq!(page["messages"][shown - 1]["id"], json!(last));
+    let whole = switch(&server, &id, &last).await;
+    assert_eq!(whole["messages"].as_array().map_or(0, Vec::len), 22);
+    let (status, error) = server
+        .post_json(
+            &format!("/api/conversations/{id}/branch?page=oldest"),
+            json!({"message_id": last}),
+        )
+        .await;
+    assert_eq!(
+        (status, error["code"].as_str()),
+        (422, Some("invalid_field")),
+        "{error}"
+    );
+    server.stop().await;
+}

@@ -196,7 +196,7 @@ pub(super) fn switch(state: ChatState, message_id: String) {
         match crate::client::switch_branch(&conversation, &message_id).await {
             Ok(conversation) => {
                 state.connection_error.set(None);
-                state.show(conversation.page(None));
+                state.show(conversation);
             }
             Err(error) => state.connection_error.set(Some(error.to_string())),
         }

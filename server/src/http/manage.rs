@@ -3,7 +3,7 @@
 //! A conversation with a run going is not deleted (409 `run_in_progress`): stop the run first.
 
 use axum::{
-    extract::{Path, State},
+    extract::{rejection::QueryRejection, Path, Query, State},
     http::StatusCode,
     routing::{delete, patch, post},
     Json, Router,
@@ -49,18 +49,38 @@ pub struct Branch {
     message_id: String,
 }
 
+/// `POST /api/conversations/{id}/branch`'s query: `?page=newest` answers only the newest page.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BranchQuery {
+    page: Option<NewestPage>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum NewestPage {
+    Newest,
+}
+
 /// `POST /api/conversations/{id}/branch`: switches the conversation to another version of one
 /// of its messages (and below it, the branch chosen last there); answers the conversation as
-/// `GET` does. 409 while a run is going in it.
+/// `GET` does, or with `?page=newest` its newest page as the chat page shows it (the browser's
+/// switch: a long conversation whole is megabytes to decode). 409 while a run is going in it.
 pub async fn branch(
     State(state): State<AppState>,
     user: CurrentUser,
     Path(id): Path<String>,
+    query: Result<Query<BranchQuery>, QueryRejection>,
     ApiJson(branch): ApiJson<Branch>,
 ) -> Result<Json<Conversation>> {
-    Ok(Json(
-        crate::reads::switch_branch(&state.store, user.id(), &id, &branch.message_id).await?,
-    ))
+    let Query(BranchQuery { page }) =
+        query.map_err(|rejection| Error::InvalidField(rejection.body_text()))?;
+    let conversation =
+        crate::reads::switch_branch(&state.store, user.id(), &id, &branch.message_id).await?;
+    Ok(Json(match page {
+        Some(NewestPage::Newest) => conversation.page(None),
+        None => conversation,
+    }))
 }
 
 /// `PATCH /api/conversations/{id}`: renames and/or archives it; answers its summary.
