@@ -179,6 +179,14 @@ impl Otlp {
         self.queue(Queued::Spans(run_spans(&source, content)));
     }
 
+    /// Counts a run as pending export before its end is published, so a shutdown that waits for
+    /// the runs to end and then flushes cannot find the queue empty in between (the run's spans
+    /// are made after the publish, off the terminal event's path). Released when dropped.
+    pub fn reserve(&self) -> Reserved<'_> {
+        self.counts.pending.fetch_add(1, Ordering::Relaxed);
+        Reserved { otlp: self }
+    }
+
     /// Queues a stored run (recovered after a crash) to be read back and exported.
     pub fn finished(&self, run: FinishedRun) {
         self.queue(Queued::Stored(run));
@@ -220,6 +228,24 @@ impl Otlp {
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
                 .clone(),
         }
+    }
+}
+
+/// A run counted as pending by [`Otlp::reserve`] until its spans are queued (or it is dropped).
+pub struct Reserved<'a> {
+    otlp: &'a Otlp,
+}
+
+impl Reserved<'_> {
+    /// Queues the run's spans; the reservation ends after, so the count never passes through 0.
+    pub fn ended(self, run: EndedRun<'_>) {
+        self.otlp.ended(run);
+    }
+}
+
+impl Drop for Reserved<'_> {
+    fn drop(&mut self) {
+        self.otlp.counts.pending.fetch_sub(1, Ordering::Relaxed);
     }
 }
 

@@ -56,16 +56,24 @@ impl Engine {
                 closing.finished(&run, &message, &events, &model_turns),
             )
             .await;
-        run.publish_end();
-        // A run another instance took for lost and closed is that instance's to export.
-        if let (true, Some(otlp)) = (closed, self.otlp.get()) {
-            otlp.ended(crate::otel::EndedRun {
-                trace: &closing.trace(&run, &message, question.id),
-                message: &message,
-                events: &events,
-                turns: &model_turns,
-                prompt: question.text.as_deref(),
-            });
+        // A run another instance took for lost and closed is that instance's to export. Counted
+        // before the end is published: a shutdown waits for that, then for the export queue.
+        {
+            let export = self
+                .otlp
+                .get()
+                .filter(|_| closed)
+                .map(crate::otel::Otlp::reserve);
+            run.publish_end();
+            if let Some(export) = export {
+                export.ended(crate::otel::EndedRun {
+                    trace: &closing.trace(&run, &message, question.id),
+                    message: &message,
+                    events: &events,
+                    turns: &model_turns,
+                    prompt: question.text.as_deref(),
+                });
+            }
         }
         tracing::info!(
             run_id = %run.run_id,
