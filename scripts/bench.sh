@@ -41,11 +41,13 @@ if run burst; then
   for _ in 1 2 3; do loadgen burst --runs 3000 --over 3 || log "3,000 over 3 s did not complete"; done
   log "steady streams at 50 events/s: 1,000 and 3,000"
   loadgen streams --streams 1000,3000 --rate 50 --seconds 10 || log "3,000 x 50 events/s did not complete"
-  log "the same against the issue's reference, a plain Node.js SSE server (bench/reference/node-sse.mjs)"
-  reference() { target/release/loadgen --binary bench/reference/node-sse.mjs "$@"; }
-  for _ in 1 2 3; do reference burst --runs 1000 --over 1; done
-  for _ in 1 2 3; do reference burst --runs 3000 --over 3; done
-  reference streams --streams 1000,3000 --rate 50 --seconds 10
+  log "beside the issue's reference, a plain Node.js SSE server (bench/reference/node-sse.mjs), in turn"
+  beside() { loadgen --reference bench/reference/node-sse.mjs "$@"; }
+  for _ in 1 2 3; do beside burst --runs 1000 --over 1; done
+  for _ in 1 2 3; do beside burst --runs 3000 --over 3 || log "3,000 over 3 s did not complete"; done
+  for _ in 1 2 3; do
+    beside streams --streams 1000,3000 --rate 50 --seconds 10 || log "3,000 x 50 events/s did not complete"
+  done
 fi
 if run otlp; then
   log "the OTLP export's cost: 1,000 runs over 10 s (250 deltas at 50/s each), without and with --otlp, interleaved"

@@ -62,6 +62,7 @@ loadgen() { target/debug/loadgen --binary "$GLASSBOX_BIN" "$@"; }
 loadgen streams --streams 20 --rate 20 --seconds 1
 loadgen streams --streams 20 --rate 20 --seconds 1 --format ai-sdk
 loadgen burst --runs 50 --over 0.5 --deltas 20
+loadgen --reference bench/reference/node-sse.mjs burst --runs 50 --over 0.5 --deltas 20
 loadgen --otlp burst --runs 50 --over 0.5 --deltas 20
 loadgen cancel --trials 3
 loadgen resume --events 500 --repeat 2

@@ -26,8 +26,11 @@ pub struct ConversationSummary {
     pub archived: bool,
 }
 
-/// A conversation with its messages, oldest first.
+/// A conversation with its messages, oldest first. Read through [`ConversationWire`]: the derived
+/// reading of the flattened summary goes through serde's buffering `Content`, with a second
+/// deserializer of every message for that buffer (docs/benchmarks.md, "Bundle size").
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(from = "ConversationWire")]
 pub struct Conversation {
     #[serde(flatten)]
     pub summary: ConversationSummary,
@@ -41,6 +44,44 @@ pub struct Conversation {
     /// The reader's feedback on these messages and their steps (issue 36).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub feedback: Vec<Feedback>,
+}
+
+/// [`Conversation`] as it is written, the summary's fields beside the others.
+#[derive(Deserialize)]
+struct ConversationWire {
+    id: String,
+    title: String,
+    model: String,
+    created_at: String,
+    updated_at: String,
+    #[serde(default)]
+    archived: bool,
+    messages: Vec<Message>,
+    #[serde(default)]
+    active_run: Option<ActiveRun>,
+    #[serde(default)]
+    earlier: usize,
+    #[serde(default)]
+    feedback: Vec<Feedback>,
+}
+
+impl From<ConversationWire> for Conversation {
+    fn from(wire: ConversationWire) -> Self {
+        Conversation {
+            summary: ConversationSummary {
+                id: wire.id,
+                title: wire.title,
+                model: wire.model,
+                created_at: wire.created_at,
+                updated_at: wire.updated_at,
+                archived: wire.archived,
+            },
+            messages: wire.messages,
+            active_run: wire.active_run,
+            earlier: wire.earlier,
+            feedback: wire.feedback,
+        }
+    }
 }
 
 /// A thumbs up or down on an answer.
@@ -268,8 +309,12 @@ impl TraceOverview {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::disallowed_methods)]
+
+    use serde_json::{json, Value};
+
     use super::*;
-    use crate::protocol::Message;
+    use crate::protocol::{wire_fixtures, Message};
 
     fn conversation(count: usize) -> Conversation {
         let messages = (0..count)
@@ -332,6 +377,64 @@ mod tests {
         assert_eq!(newest.messages[0].role, crate::protocol::Role::User);
         let older = busy.page(Some(22));
         assert_eq!((older.messages.len(), older.earlier), (8, 14));
+    }
+
+    /// `Conversation` as serde derives it, its summary flattened: the reference.
+    #[derive(Deserialize)]
+    struct SerdeConversation {
+        #[serde(flatten)]
+        summary: ConversationSummary,
+        messages: Vec<Message>,
+        #[serde(default)]
+        active_run: Option<ActiveRun>,
+        #[serde(default)]
+        earlier: usize,
+        #[serde(default)]
+        feedback: Vec<Feedback>,
+    }
+
+    #[test]
+    fn a_conversation_reads_as_serde_reads_it_and_writes_back_the_same_bytes() {
+        let mut message = serde_json::from_value::<Message>(wire_fixtures::message()).unwrap();
+        message.segments = wire_fixtures::segments()
+            .into_iter()
+            .map(|s| serde_json::from_value(s).unwrap())
+            .collect();
+        let feedback = json!({"message_id": "m1", "step_id": "c", "rating": null, "comment": "n", "created_at": "a", "updated_at": "b"});
+        let whole = json!({"id": "c1", "title": "T", "model": "demo", "created_at": "a", "updated_at": "b", "archived": true,
+            "messages": [message], "active_run": {"run_id": "r", "message_id": "m1"}, "earlier": 4, "feedback": [feedback]});
+        let least = json!({"messages": [], "updated_at": "b", "created_at": "a", "model": "demo", "title": "T", "id": "c1"});
+        for case in [whole, least] {
+            let text = case.to_string();
+            let ours: Conversation = crate::json::parse(&text).unwrap();
+            let theirs: SerdeConversation = crate::json::parse(&text).unwrap();
+            assert_eq!(ours.summary, theirs.summary);
+            assert_eq!(
+                (
+                    &ours.messages,
+                    &ours.active_run,
+                    ours.earlier,
+                    &ours.feedback
+                ),
+                (
+                    &theirs.messages,
+                    &theirs.active_run,
+                    theirs.earlier,
+                    &theirs.feedback
+                )
+            );
+            let written = serde_json::to_string(&ours).unwrap();
+            let again: Conversation = crate::json::parse(&written).unwrap();
+            assert_eq!(serde_json::to_string(&again).unwrap(), written);
+            for field in ["id", "messages"] {
+                let mut without = case.as_object().unwrap().clone();
+                without.remove(field);
+                assert!(
+                    crate::json::parse::<Conversation>(&Value::Object(without).to_string())
+                        .is_err()
+                );
+            }
+        }
     }
 }
 

@@ -1,13 +1,15 @@
 //! Criterion micro-benchmarks of the pure parts on every event's path: the reducer (server and
 //! browser), the payload sanitizer, the value-based redaction (server), and what each reader of
-//! a stream does per event (Glassbox's SSE, the AI SDK's UI message stream). Run: `cargo bench -p bench --bench micro`.
+//! a stream does per event (Glassbox's SSE, the AI SDK's UI message stream, AG-UI). Run: `cargo bench -p bench --bench micro`.
 
 use std::hint::black_box;
 
 use app::protocol::{fold, Event, EventKind, Reducer, ToolResultStatus};
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use glassbox::{
+    ag_ui::outbound::Outbound,
     formats::ai_sdk::UiMessageStream,
+    http::sse_frames::Frames,
     redact::{redact_text, Streams},
     sanitize::sanitize,
 };
@@ -196,7 +198,8 @@ fn redaction(c: &mut Criterion) {
 }
 
 /// What one reader does per text delta, from the logged JSON to the SSE frame: Glassbox's stream
-/// writes the JSON as it is; the AI SDK's maps it to a `text-delta` chunk first.
+/// writes the JSON as it is; the AI SDK's maps it to a `text-delta` chunk first, AG-UI's to a
+/// `TEXT_MESSAGE_CONTENT` event.
 fn readers(c: &mut Criterion) {
     use axum::response::sse::Event as SseEvent;
     let mut group = c.benchmark_group("reader, per text delta");
@@ -218,12 +221,25 @@ fn readers(c: &mut Criterion) {
     group.bench_function("Glassbox SSE: the logged JSON", |b| {
         b.iter(|| black_box(SseEvent::default().id("42").data(black_box(&*logged))))
     });
+    // The mapped streams write the frame straight into the reader's buffer (`sse_frames`).
     group.bench_function("AI SDK: mapped to a text-delta chunk", |b| {
         let mut stream = UiMessageStream::new();
         stream.push(&event(1, "open"));
+        let mut frames = Frames::new();
         b.iter(|| {
-            let chunk = stream.push_delta(black_box(&logged));
-            black_box(chunk.map(|chunk| SseEvent::default().data(chunk)))
+            let json: &str = black_box(&logged);
+            black_box(frames.write(None, json.len(), |out| stream.push_delta(json, out)))
+        })
+    });
+    group.bench_function("AG-UI: mapped to TEXT_MESSAGE_CONTENT", |b| {
+        let mut outbound = Outbound::new("thread".into(), "run".into());
+        outbound.map(&event(1, "open").kind);
+        let mut frames = Frames::new();
+        let mut id = 0;
+        b.iter(|| {
+            let json: &str = black_box(&logged);
+            id += 1;
+            black_box(frames.write(Some(id), json.len(), |out| outbound.push_delta(json, out)))
         })
     });
     group.finish();

@@ -17,35 +17,10 @@
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
+import { busyRun, otherRun, storedRun } from './scenarios.mjs';
 
 const TOKENS = 10_000;
 const TOOL_CALLS = 50;
-const WORDS = ['glass ', 'box ', 'shows ', 'every ', 'step ', 'while ', 'it ', 'runs. '];
-
-/** A run of `tokens` one-word deltas, with `calls` tool calls spread between them. */
-function busyRun(tokens, calls, intervalMs) {
-  const steps = [{ reasoning: ['Plan the answer.', 'Search the workspace between paragraphs.'] }];
-  const perChunk = Math.floor(tokens / (calls + 1));
-  let word = 0;
-  const chunkText = (count) => {
-    let text = '';
-    for (let i = 0; i < count; i += 1) {
-      text += WORDS[word % WORDS.length];
-      word += 1;
-      // A paragraph every 60 words, so the markdown has structure to render.
-      if (word % 60 === 0) text += '\n\n';
-    }
-    return text;
-  };
-  for (let call = 0; call < calls; call += 1) {
-    steps.push({ text: chunkText(perChunk) });
-    steps.push({ tool_calls: [{ name: 'grep_search', args: { query: `term${call % 5}` } }] });
-  }
-  steps.push({ text: chunkText(tokens - perChunk * calls) });
-  // One word per delta: the scenario splits text every `delta_chars` characters.
-  return { delta_chars: 6, delta_interval_ms: intervalMs, steps };
-}
-
 const workspace = {};
 for (let file = 0; file < 5; file += 1) {
   workspace[`src/module${file}.rs`] = Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n');
@@ -147,19 +122,6 @@ async function traceBenchmark(browser, server) {
   console.log(`  final view shown (server-rendered) ${median.shown} ms; interactive (hydrated) ${median.hydrated} ms; longest task ${median.longest.toFixed(0)} ms`);
 }
 
-/** Starts a run through the API, waits for its end, and returns its trace id and event count. */
-async function storedRun(server, model) {
-  const response = await fetch(`${server.url}/api/chat`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-    body: JSON.stringify({ content: 'A trace to replay', model }),
-  });
-  const events = (await response.text()).split('\n').filter((line) => line.startsWith('data:'));
-  const traceId = /"trace_id":"([^"]+)"/.exec(events[0])?.[1];
-  if (!traceId) throw new Error('no trace id in the run\'s first event');
-  return { traceId, count: events.length };
-}
-
 /** Replays a stored trace at `speed` ('Instant' or '4×'): wall time and scripting time per event. */
 async function replayOnce(browser, server, traceId, speed) {
   const { page, context, problems } = await openPage(browser);
@@ -199,31 +161,11 @@ async function replayBenchmark(browser, server) {
   }
 }
 
-/** Run A's scenario with every seventh call made with other arguments and every eleventh left out. */
-function otherRun(run) {
-  let call = 0;
-  const steps = [];
-  for (const step of run.steps) {
-    if (!step.tool_calls) { steps.push(step); continue; }
-    call += 1;
-    if (call % 11 === 0) continue;
-    steps.push(call % 7 === 0 ? { tool_calls: [{ name: 'grep_search', args: { query: `other${call}` } }] } : step);
-  }
-  return { ...run, steps };
-}
-
 /** Two runs of about 500 steps each (reasoning, 249 tool calls, 250 texts) side by side: the
  * compare page opened directly, its long tasks and time to hydrate (issue 36). */
 async function compareBenchmark(browser, server) {
-  const run = async (model) => {
-    const response = await fetch(`${server.url}/api/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ content: 'A long run', model }),
-    });
-    return /"trace_id":"([^"]+)"/.exec(await response.text())?.[1];
-  };
-  const [a, b] = [await run('scenario:compare_a'), await run('scenario:compare_b')];
+  const a = (await storedRun(server, 'scenario:compare_a')).traceId;
+  const b = (await storedRun(server, 'scenario:compare_b')).traceId;
   const timed = await fetch(`${server.url}/api/compare/${a}/${b}`);
   const comparison = await timed.json();
   console.log(`compare: ${comparison.a.steps.length} and ${comparison.b.steps.length} steps, ${comparison.rows.length} rows`);
@@ -261,9 +203,10 @@ async function longConversationBenchmark(browser, server) {
     });
     const body = await response.text();
     conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
+    return /"trace_id":"([^"]+)"/.exec(body)?.[1];
   };
   const built = Date.now();
-  await post('scenario:big');
+  const bigTrace = await post('scenario:big');
   for (let index = 1; index < 200; index += 1) await post(`scenario:turn${index % 10}`);
   console.log(`long conversation: 200 turns stored in ${((Date.now() - built) / 1000).toFixed(1)} s`);
   // A second version of the last answer, to switch between (issue 36).
@@ -299,14 +242,24 @@ async function longConversationBenchmark(browser, server) {
   const all = await page.evaluate(() => window.__bench.longTasks);
   console.log(`  opened in ${opened} ms (${(bytes / 1024).toFixed(0)} KiB of HTML, ${await page.locator('article.message').count()} messages, ${await page.locator('.tool-call').count()} tool blocks); long tasks while opening: ${all.length}${all.length ? ` (longest ${all.reduce((m, t) => Math.max(m, t.duration), 0).toFixed(0)} ms)` : ''}`);
   await phase('switching between the two versions of the last answer, three times each way', async () => {
-    const answer = page.locator('article.message.assistant').last();
     const times = [];
     for (let round = 0; round < 3; round += 1) {
       for (const [button, count] of [['Previous version', '1 / 2'], ['Next version', '2 / 2']]) {
-        const started = await page.evaluate(() => performance.now());
-        await answer.getByRole('button', { name: button }).click();
-        await answer.locator('.sibling-count', { hasText: count }).waitFor();
-        times.push((await page.evaluate(() => performance.now())) - started);
+        // Measured in the page, as a page load is: from the press (a click on the button) to
+        // the next painted frame once the last answer shows the other version's `n / m`
+        // (Playwright's click and polling would add their own round trips to the figure).
+        times.push(await page.evaluate(async ({ button, count }) => {
+          const last = () => [...document.querySelectorAll('article.message.assistant')].pop();
+          const start = performance.now();
+          last().querySelector(`button[aria-label="${button}"]`).click();
+          await new Promise((resolve) => {
+            const look = () => (last()?.querySelector('.sibling-count')?.textContent === count
+              ? resolve() : requestAnimationFrame(look));
+            look();
+          });
+          await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+          return performance.now() - start;
+        }, { button, count }));
       }
     }
     console.log(`  (each switch, from the press to the version shown: ${times.map((t) => t.toFixed(0)).join(', ')} ms)`);
@@ -375,6 +328,20 @@ async function longConversationBenchmark(browser, server) {
     await send(page, 'One more');
     await page.locator('article.message.assistant[data-status="complete"]').nth(answers).waitFor({ timeout: 120_000 });
   });
+  // The conversation's big trace (its first answer: about 5,000 events), opened and replayed at
+  // each speed, Instant included, as a reader does from the message's trace link.
+  await phase('opening the big trace', async () => {
+    await page.goto(`${server.url}/t/${bigTrace}`);
+    await waitForHydration(page);
+  });
+  for (const speed of ['4×', 'Instant']) {
+    await phase(`replaying the big trace at ${speed}`, async () => {
+      await page.getByRole('button', { name: speed, exact: true }).click();
+      await page.getByRole('button', { name: /Replay/ }).click();
+      await page.locator('.message.replay[data-replay="done"]').waitFor({ timeout: 300_000 });
+      await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0))));
+    });
+  }
   await context.close();
   if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
 }

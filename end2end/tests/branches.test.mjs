@@ -5,11 +5,11 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
+import { startFakeOpenAI, providersFile, chunk } from '../support/fake-openai.mjs';
 import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
 
 let server;
@@ -17,30 +17,16 @@ let browser;
 let fake;
 const requests = [];
 
-async function startFake() {
-  const http = createServer((request, response) => {
-    let body = '';
-    request.on('data', (part) => { body += part; });
-    request.on('end', () => {
-      const parsed = JSON.parse(body || '{}');
-      requests.push(parsed);
-      const text = `Answer ${requests.length} by ${parsed.model}`;
-      const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      response.write(chunk({ content: text }));
-      response.write(chunk({}, 'stop'));
-      response.end('data: [DONE]\n\n');
-    });
-  });
-  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return { baseUrl: `http://127.0.0.1:${http.address().port}/v1`, close: () => new Promise((r) => http.close(r)) };
+/** Answers "Answer N by MODEL", N counting the requests, and records each request. */
+function answerAndRecord(parsed) {
+  requests.push(parsed);
+  return [chunk({ content: `Answer ${requests.length} by ${parsed.model}` }), chunk({}, 'stop')];
 }
 
 before(async () => {
-  fake = await startFake();
+  fake = await startFakeOpenAI({ respond: answerAndRecord });
   const dir = mkdtempSync(join(tmpdir(), 'glassbox-branches-'));
-  const providers = join(dir, 'providers.json');
-  writeFileSync(providers, JSON.stringify({ providers: [{ name: 'fake', kind: 'openai_chat', base_url: fake.baseUrl, models: ['m', 'n'] }] }));
+  const providers = providersFile(dir, fake.baseUrl, { writeFileSync, join }, ['m', 'n']);
   server = await startServer({ args: ['--providers-file', providers] });
   browser = await launchBrowser();
 });

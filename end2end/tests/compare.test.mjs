@@ -5,53 +5,33 @@
 
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:http';
 import { writeFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
+import { startFakeOpenAI, providersFile, chunk, toolCall } from '../support/fake-openai.mjs';
 import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
 
 let server;
 let fake;
 let browser;
 
-function frame(delta, finish = null) {
-  return `data: ${JSON.stringify({ id: 'c', object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-}
-
-function call(index, name, args) {
-  return frame({ tool_calls: [{ index, id: `call_${index}`, type: 'function', function: { name, arguments: JSON.stringify(args) } }] });
-}
-
 /** Model `one` reads notes.md; model `two` reads it and lists the folder. Then each answers. */
-async function startFake() {
-  const http = createServer((request, response) => {
-    let body = '';
-    request.on('data', (part) => { body += part; });
-    request.on('end', () => {
-      const parsed = JSON.parse(body || '{}');
-      const two = parsed.model === 'two';
-      // The conversation's earlier turns are sent too: only tool results after the question count.
-      const messages = parsed.messages ?? [];
-      const question = messages.map((m) => m.role).lastIndexOf('user');
-      const answered = messages.slice(question + 1).some((m) => m.role === 'tool');
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      const frames = answered
-        ? [frame({ content: two ? 'The notes have two TODO items.' : 'The notes have one TODO.' }), frame({}, 'stop')]
-        : [call(0, 'read_file', { path: 'notes.md' }), ...(two ? [call(1, 'list_dir', { path: '.' })] : []), frame({}, 'tool_calls')];
-      response.end(`${frames.join('')}data: [DONE]\n\n`);
-    });
-  });
-  await new Promise((resolve) => http.listen(0, '127.0.0.1', resolve));
-  return { baseUrl: `http://127.0.0.1:${http.address().port}/v1`, close: () => new Promise((r) => http.close(r)) };
+function readThenAnswer(parsed) {
+  const two = parsed.model === 'two';
+  // The conversation's earlier turns are sent too: only tool results after the question count.
+  const messages = parsed.messages ?? [];
+  const question = messages.map((m) => m.role).lastIndexOf('user');
+  const answered = messages.slice(question + 1).some((m) => m.role === 'tool');
+  return answered
+    ? [chunk({ content: two ? 'The notes have two TODO items.' : 'The notes have one TODO.' }), chunk({}, 'stop')]
+    : [toolCall(0, 'read_file', { path: 'notes.md' }), ...(two ? [toolCall(1, 'list_dir', { path: '.' })] : []), chunk({}, 'tool_calls')];
 }
 
 before(async () => {
-  fake = await startFake();
+  fake = await startFakeOpenAI({ respond: readThenAnswer });
   const dir = mkdtempSync(join(tmpdir(), 'glassbox-compare-'));
-  const providers = join(dir, 'providers.json');
-  writeFileSync(providers, JSON.stringify({ providers: [{ name: 'fake', kind: 'openai_chat', base_url: fake.baseUrl, models: ['one', 'two'] }] }));
+  const providers = providersFile(dir, fake.baseUrl, { writeFileSync, join }, ['one', 'two']);
   server = await startServer({ args: ['--providers-file', providers], workspace: { 'notes.md': 'TODO: write the docs\n' } });
   browser = await launchBrowser();
 });

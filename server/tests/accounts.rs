@@ -670,6 +670,12 @@ async fn send(
     (response.status(), response.text().await.unwrap_or_default())
 }
 
+/// Revokes the share link `token` of `trace` as `cookie`: the answer's status.
+async fn revoke(base: &str, cookie: &str, trace: &str, token: &str) -> StatusCode {
+    let path = format!("/api/traces/{trace}/shares/{token}");
+    send(base, cookie, reqwest::Method::DELETE, &path).await.0
+}
+
 /// Starts a `scenario:quick` run for `cookie` and waits for its end: (conversation, run, trace).
 async fn quick_run(base: &str, cookie: &str, conversation: Option<&str>) -> [String; 3] {
     let mut chat = json!({"content": "hi", "model": "scenario:quick"});
@@ -715,13 +721,7 @@ async fn a_share_link_reads_its_one_trace_without_an_account_until_revoked() {
     assert_eq!(status, StatusCode::OK, "{body}");
 
     // Revoked: every read with it is 404, and the page says so.
-    let (status, _) = send(
-        base,
-        &alice,
-        reqwest::Method::DELETE,
-        &format!("/api/traces/{trace}/shares/{token}"),
-    )
-    .await;
+    let status = revoke(base, &alice, &trace, &token).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     for path in [
         format!("/api/traces/{trace}?{q}"),
@@ -813,13 +813,7 @@ async fn only_the_owner_shares(base: &str, alice: &str, bob: &str, trace: &str) 
         StatusCode::NOT_FOUND,
         "Bob lists Alice's links: {list}"
     );
-    let (status, _) = send(
-        base,
-        bob,
-        reqwest::Method::DELETE,
-        &format!("/api/traces/{trace}/shares/{token}"),
-    )
-    .await;
+    let status = revoke(base, bob, trace, &token).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "Bob revokes Alice's link");
 
     token
@@ -1052,13 +1046,7 @@ async fn a_trace_reads_the_same_through_the_api_and_the_pages() {
         answered, 4,
         "the owner reads two traces; the link one, whoever holds it"
     );
-    let (status, _) = send(
-        base,
-        &alice,
-        reqwest::Method::DELETE,
-        &format!("/api/traces/{trace}/shares/{token}"),
-    )
-    .await;
+    let status = revoke(base, &alice, &trace, &token).await;
     assert_eq!(status, StatusCode::NO_CONTENT);
     for cookie in ["", bob.as_str()] {
         let answered =

@@ -38,12 +38,7 @@ async fn completions(Json(body): Json<Value>) -> Response {
             json!({"choices": [], "usage": {"prompt_tokens": 100, "completion_tokens": 20}}),
         ]
     };
-    let mut text: String = frames
-        .iter()
-        .map(|frame| format!("data: {frame}\n\n"))
-        .collect();
-    text.push_str("data: [DONE]\n\n");
-    ([("content-type", "text/event-stream")], text).into_response()
+    chat_completions_stream(&frames)
 }
 
 /// An AG-UI agent (`agent/streamer`) that streams a call's arguments in two deltas, gets the

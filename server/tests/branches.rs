@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::{
     extract::{Json, State},
-    response::{IntoResponse, Response},
+    response::Response,
     routing::post,
     Router,
 };
@@ -72,12 +72,7 @@ async fn completions(State(fake): State<Fake>, Json(body): Json<Value>) -> Respo
         json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}),
         json!({"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
     ];
-    let mut text: String = frames
-        .iter()
-        .map(|frame| format!("data: {frame}\n\n"))
-        .collect();
-    text.push_str("data: [DONE]\n\n");
-    ([("content-type", "text/event-stream")], text).into_response()
+    chat_completions_stream(&frames)
 }
 
 /// A server with two fake models (`fake/one`, `fake/two`) and a slow scenario.
@@ -105,7 +100,7 @@ async fn start() -> (TestServer, Fake) {
 
 /// `POST /api/chat` with `body`, as JSON; waits for the run's end. The reply.
 async fn run(server: &TestServer, body: Value) -> Value {
-    let (status, started) = chat(server, body).await;
+    let (status, started) = server.chat_json(body).await;
     assert_eq!(status, 201, "{started}");
     let run_id = started["run_id"].as_str().expect("run id");
     server.subscribe(run_id, None).await.collect().await;
@@ -332,24 +327,10 @@ async fn an_edit_branches_and_switching_back_restores_what_followed() {
     server.stop().await;
 }
 
-/// `POST /api/chat` with `body`, answered as JSON.
-async fn chat(server: &TestServer, body: Value) -> (u16, Value) {
-    let response = server
-        .client
-        .post(server.url("/api/chat"))
-        .header("accept", "application/json")
-        .json(&body)
-        .send()
-        .await
-        .expect("POST /api/chat");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
-}
-
 /// `POST path` with `body`: its status and error code.
 async fn refused(server: &TestServer, path: &str, body: Value) -> (u16, String) {
     let (status, answer) = match path {
-        "/api/chat" => chat(server, body).await,
+        "/api/chat" => server.chat_json(body).await,
         _ => server.post_json(path, body).await,
     };
     (status, answer["code"].as_str().unwrap_or("").to_owned())
@@ -455,11 +436,9 @@ async fn nothing_branches_while_a_run_is_going() {
         first["user_message_id"].clone(),
         first["message_id"].clone(),
     );
-    let (status, slow) = chat(
-        &server,
-        json!({"content": "slowly", "conversation_id": id, "model": "scenario:slow"}),
-    )
-    .await;
+    let (status, slow) = server
+        .chat_json(json!({"content": "slowly", "conversation_id": id, "model": "scenario:slow"}))
+        .await;
     assert_eq!(status, 201, "{slow}");
     let streaming = slow["message_id"].clone();
     for (path, body) in [
@@ -505,24 +484,12 @@ async fn nothing_branches_while_a_run_is_going() {
 /// one before it and is active, and one position holds one active message only.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_postgres_branches_migration_keeps_every_message_on_the_active_path() {
-    use sqlx::{ConnectOptions, Connection};
+    use sqlx::Connection;
     if postgres_only("the PostgreSQL migration") {
         return;
     }
     let dir = test_dir();
-    let url = common::postgres::database_url(dir.path());
-    let options: sqlx::postgres::PgConnectOptions = url.parse().expect("URL");
-    let mut old = options.connect().await.expect("connect");
-    let mut migrator = sqlx::migrate!("../migrations/postgres");
-    migrator.migrations = std::borrow::Cow::Owned(
-        migrator
-            .migrations
-            .iter()
-            .filter(|migration| migration.version < 20261130000001)
-            .cloned()
-            .collect(),
-    );
-    migrator.run(&mut old).await.expect("old migrations");
+    let (url, mut old) = common::migrations::old_postgres(dir.path(), 20261130000001).await;
     let now = "2026-11-22T10:00:00.000Z";
     sqlx::query("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES ('conv_1', 'local', 'Old', 'demo', $1::timestamptz, $1::timestamptz)")
         .bind(now)

@@ -9,16 +9,9 @@ use serde_json::{json, Value};
 
 /// Sends a message with `Accept: application/json`; the status and the reply.
 async fn send(server: &TestServer, conversation_id: &str, model: &str) -> (u16, Value) {
-    let response = server
-        .client
-        .post(server.url("/api/chat"))
-        .header("accept", "application/json")
-        .json(&json!({"conversation_id": conversation_id, "content": "again", "model": model}))
-        .send()
+    server
+        .chat_json(json!({"conversation_id": conversation_id, "content": "again", "model": model}))
         .await
-        .expect("POST /api/chat");
-    let status = response.status().as_u16();
-    (status, response.json().await.unwrap_or(Value::Null))
 }
 
 async fn wait_for_end(server: &TestServer, reply: &Value) {

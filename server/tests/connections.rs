@@ -138,3 +138,71 @@ async fn sigterm_ends_every_stream_and_exits_within_seconds_whatever_clients_hol
     let took = signalled.elapsed();
     assert!(took < Duration::from_secs(8), "exit took {took:?}");
 }
+
+/// Writes a request head announcing `length` body bytes, then (after `pause`) `sent` bytes of
+/// body; the response's head and body as text, or why it could not be read.
+async fn post_announcing(
+    address: &str,
+    length: usize,
+    pause: Duration,
+    sent: usize,
+) -> Result<String, std::io::Error> {
+    let mut socket = TcpStream::connect(address).await?;
+    let head = format!(
+        "POST /api/chat HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\n\
+         Content-Length: {length}\r\n\r\n"
+    );
+    socket.write_all(head.as_bytes()).await?;
+    tokio::time::sleep(pause).await;
+    let chunk = vec![b'a'; 64 * 1024];
+    let mut written = 0;
+    while written < sent {
+        let n = chunk.len().min(sent - written);
+        socket.write_all(&chunk[..n]).await?;
+        written += n;
+    }
+    let mut response = Vec::new();
+    let mut buffer = [0u8; 4096];
+    tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let n = socket.read(&mut buffer).await?;
+            if n == 0 {
+                return Ok::<_, std::io::Error>(());
+            }
+            response.extend_from_slice(&buffer[..n]);
+            let text = String::from_utf8_lossy(&response);
+            if text.contains("\r\n\r\n") && text.trim_end().ends_with('}') {
+                return Ok(());
+            }
+        }
+    })
+    .await
+    .map_err(|_| std::io::Error::other("no response within 10 s"))??;
+    Ok(String::from_utf8_lossy(&response).into_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_sends_an_oversized_body_whole_still_reads_its_413() {
+    let dir = test_dir();
+    let binary = launch(&dir, &[]).await;
+    let address = binary.address.clone();
+    // A client that writes the whole body before it reads (reqwest, curl without
+    // `Expect: 100-continue`): the server reads the body to its end and answers, instead of
+    // closing under the client's writes (a broken pipe, no response at all).
+    let two_mib = 2 * 1024 * 1024;
+    let response = post_announcing(&address, two_mib, Duration::from_millis(300), two_mib)
+        .await
+        .expect("the whole body written and the response read");
+    assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+    assert!(response.contains("\"payload_too_large\""), "{response}");
+    // Far past the limit the server does not read that much for nobody: it answers at once,
+    // before the body, and closes.
+    let response = post_announcing(&address, 1 << 30, Duration::ZERO, 0)
+        .await
+        .expect("the response read");
+    assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+    assert!(
+        response.to_ascii_lowercase().contains("connection: close"),
+        "{response}"
+    );
+}

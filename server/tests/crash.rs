@@ -155,8 +155,8 @@ async fn a_damaged_checkpoint_row_does_not_stop_the_server_from_starting() {
     };
     let damaged = store
         .execute_as_writer(format!(
-            "UPDATE trace_event_chunks SET events = {damage} WHERE trace_id = '{}'",
-            trace_ids[0]
+            "UPDATE trace_event_chunks SET events = {damage} WHERE {}",
+            common::chunks_of_traces_in(&format!("('{}')", trace_ids[0]))
         ))
         .await
         .expect("damage a row");

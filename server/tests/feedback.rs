@@ -34,14 +34,7 @@ async fn finished(server: &TestServer, content: &str) -> (String, String, String
 
 /// The (reasoning id, tool call id) of the message `message_id` of conversation `id`.
 async fn steps_of(server: &TestServer, id: &str, message_id: &str) -> (String, String) {
-    let (_, conversation) = server.get_json(&format!("/api/conversations/{id}")).await;
-    let message = conversation["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find(|message| message["id"] == message_id)
-        .expect("the message")
-        .clone();
+    let message = server.message_of(id, message_id).await;
     let segments = message["segments"].as_array().expect("segments").clone();
     let of = |kind: &str, field: &str| {
         segments

@@ -21,21 +21,9 @@ fn write_scenarios(dir: &tempfile::TempDir) {
     );
 }
 
-async fn start(client: &reqwest::Client, base: &str, body: Value) -> (u16, Value) {
-    let response = client
-        .post(format!("{base}/api/chat"))
-        .header("accept", "application/json")
-        .json(&body)
-        .send()
-        .await
-        .expect("POST /api/chat");
-    let status = response.status().as_u16();
-    (status, response.json().await.expect("JSON"))
-}
-
 /// Starts a run that must be accepted (201): what the start answered, and the run's id.
 async fn start_ok(client: &reqwest::Client, base: &str, body: Value) -> (Value, String) {
-    let (status, started) = start(client, base, body).await;
+    let (status, started) = chat_json_at(client, base, body).await;
     assert_eq!(status, 201, "{started}");
     let run_id = started["run_id"].as_str().expect("run").to_owned();
     (started, run_id)
@@ -105,7 +93,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
     );
 
     // Live, the same bytes on both instances (A from its memory, B from the database's JSONB).
-    let (_, other) = start(
+    let (_, other) = chat_json_at(
         &client,
         &a.base,
         json!({"content": "bytes", "model": "scenario:slow"}),
@@ -131,7 +119,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
 
     // One run per conversation, whichever instance is asked.
     let conversation_id = started["conversation_id"].as_str().expect("conversation");
-    let (status, refused) = start(
+    let (status, refused) = chat_json_at(
         &client,
         &b.base,
         json!({"content": "two", "model": "scenario:slow", "conversation_id": conversation_id}),
@@ -157,7 +145,7 @@ async fn a_run_started_on_one_instance_is_read_resumed_stopped_and_taken_over_on
     assert_eq!(trace["status"], "cancelled");
 
     // Kill A mid-run: B notices within 10 s and ends the run as interrupted, events kept.
-    let (_, second) = start(
+    let (_, second) = chat_json_at(
         &client,
         &a.base,
         json!({"content": "three", "model": "scenario:slow"}),

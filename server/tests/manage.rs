@@ -275,7 +275,10 @@ fn rows(conversation: &str) -> [String; 8] {
         format!("SELECT COUNT(*) FROM conversations WHERE id = '{conversation}'"),
         format!("SELECT COUNT(*) FROM messages WHERE conversation_id = '{conversation}'"),
         format!("SELECT COUNT(*) FROM agent_traces WHERE conversation_id = '{conversation}'"),
-        format!("SELECT COUNT(*) FROM trace_event_chunks WHERE trace_id IN {traces}"),
+        format!(
+            "SELECT COUNT(*) FROM trace_event_chunks WHERE {}",
+            common::chunks_of_traces_in(&traces)
+        ),
         format!("SELECT COUNT(*) FROM model_turns WHERE trace_id IN {traces}"),
         format!("SELECT COUNT(*) FROM trace_shares WHERE trace_id IN {traces}"),
         format!("SELECT COUNT(*) FROM search_docs WHERE conversation_id = '{conversation}'"),
@@ -333,14 +336,7 @@ async fn text_left_the_files(dir: &tempfile::TempDir, server: &TestServer, secre
 
 /// The `call_id` of the first tool call of the message `message_id` of conversation `id`.
 async fn tool_call_of(server: &TestServer, id: &str, message_id: &str) -> String {
-    let (_, conversation) = server.get_json(&format!("/api/conversations/{id}")).await;
-    let message = conversation["messages"]
-        .as_array()
-        .expect("messages")
-        .iter()
-        .find(|message| message["id"] == message_id)
-        .expect("the message")
-        .clone();
+    let message = server.message_of(id, message_id).await;
     message["segments"]
         .as_array()
         .expect("segments")

@@ -2,34 +2,17 @@
 //! with its events checkpointed in the old one-row-per-event table, is recovered after the
 //! checkpoint-chunk migration.
 
-use std::borrow::Cow;
+mod common;
 
 use app::protocol::{Event, EventKind, Message, MessageStatus};
+use common::migrations::old_sqlite;
 use glassbox::store::Store;
-use sqlx::{sqlite::SqliteConnectOptions, ConnectOptions};
 
 #[tokio::test]
 async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let url = format!("sqlite://{}", dir.path().join("old.db").display());
-
     // The database as the version before `trace_event_chunks` left it.
-    let mut old = SqliteConnectOptions::new()
-        .filename(dir.path().join("old.db"))
-        .create_if_missing(true)
-        .connect()
-        .await
-        .expect("open");
-    let mut migrator = sqlx::migrate!("../migrations");
-    migrator.migrations = Cow::Owned(
-        migrator
-            .migrations
-            .iter()
-            .filter(|migration| migration.version < 20261122000003)
-            .cloned()
-            .collect(),
-    );
-    migrator.run(&mut old).await.expect("old migrations");
+    let (url, mut old) = old_sqlite(dir.path(), 20261122000003).await;
     let now = "2026-11-22T10:00:00.000Z";
     let user_body = serde_json::to_string(&Message::user(
         "msg_user".into(),
@@ -138,23 +121,7 @@ async fn checkpointed_events_of_the_old_schema_survive_the_upgrade() {
 #[tokio::test]
 async fn the_branches_migration_keeps_every_message_on_the_active_path() {
     let dir = tempfile::tempdir().expect("temporary directory");
-    let url = format!("sqlite://{}", dir.path().join("old.db").display());
-    let mut old = SqliteConnectOptions::new()
-        .filename(dir.path().join("old.db"))
-        .create_if_missing(true)
-        .connect()
-        .await
-        .expect("open");
-    let mut migrator = sqlx::migrate!("../migrations");
-    migrator.migrations = Cow::Owned(
-        migrator
-            .migrations
-            .iter()
-            .filter(|migration| migration.version < 20261130000001)
-            .cloned()
-            .collect(),
-    );
-    migrator.run(&mut old).await.expect("old migrations");
+    let (url, mut old) = old_sqlite(dir.path(), 20261130000001).await;
     let now = "2026-11-22T10:00:00.000Z";
     sqlx::query("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES ('conv_1', 'owner', 'Old', 'demo', ?1, ?1)")
         .bind(now)

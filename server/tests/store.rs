@@ -685,7 +685,8 @@ async fn a_damaged_checkpoint_keeps_the_events_before_it() {
     };
     let damaged = store
         .execute_as_writer(format!(
-            "UPDATE trace_event_chunks SET events = {damage} WHERE trace_id = 'trace_k' AND first_seq = 3"
+            "UPDATE trace_event_chunks SET events = {damage} WHERE {} AND first_seq = 3",
+            common::chunks_of_traces_in("('trace_k')")
         ))
         .await;
     assert_eq!(damaged.expect("damage a chunk"), 1);

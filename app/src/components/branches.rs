@@ -3,6 +3,7 @@
 //! action is a server call; the list then shows the conversation's active path. All of them are
 //! hidden while a run is going in the conversation.
 
+use leptos::either::Either;
 use leptos::prelude::*;
 
 use super::live::ChatState;
@@ -34,30 +35,18 @@ pub fn UserMessage(
         editing.set(false);
         draft.set(original.get_value());
     };
+    let (send, cancel) = (
+        Callback::new(move |()| send()),
+        Callback::new(move |()| cancel()),
+    );
+    let shown = Memo::new(move |_| editing.get());
     view! {
         <article class="message user" data-status="complete" data-message-id=id>
-            <Show
-                when=move || editing.get()
-                fallback=move || view! { <div class="message-text">{original.get_value()}</div> }
-            >
-                <form class="edit-question" on:submit=move |event| { event.prevent_default(); send(); }>
-                    <textarea
-                        aria-label="Edit the question"
-                        rows="3"
-                        prop:value=move || draft.get()
-                        on:input=move |event| draft.set(event_target_value(&event))
-                        on:keydown=move |event| match event.key().as_str() {
-                            "Escape" => { event.prevent_default(); cancel(); }
-                            "Enter" if !event.shift_key() && !event.is_composing() => { event.prevent_default(); send(); }
-                            _ => {}
-                        }
-                    ></textarea>
-                    <div class="edit-actions">
-                        <button type="submit" class="edit-send">"Send"</button>
-                        <button type="button" class="edit-cancel" on:click=move |_| cancel()>"Cancel"</button>
-                    </div>
-                </form>
-            </Show>
+            // The form comes from a chunk of its own (`on_demand`): only Edit opens it.
+            {move || match shown.get() {
+                true => Either::Left(Suspend::new(edit_form(draft, send, cancel))),
+                false => Either::Right(view! { <div class="message-text">{original.get_value()}</div> }),
+            }}
             <div class="message-branches">
                 <SiblingNav siblings=siblings.clone() state />
                 // Hidden while a run goes by the list's `running` class (style/glassbox.css), not
@@ -68,6 +57,31 @@ pub fn UserMessage(
             </div>
         </article>
     }
+}
+
+/// The question's Edit form: Send, Cancel, Esc cancels, Enter sends, Shift+Enter adds a line.
+#[leptos::lazy]
+fn edit_form(draft: RwSignal<String>, send: Callback<()>, cancel: Callback<()>) -> AnyView {
+    view! {
+        <form class="edit-question" on:submit=move |event| { event.prevent_default(); send.run(()); }>
+            <textarea
+                aria-label="Edit the question"
+                rows="3"
+                prop:value=move || draft.get()
+                on:input=move |event| draft.set(event_target_value(&event))
+                on:keydown=move |event| match event.key().as_str() {
+                    "Escape" => { event.prevent_default(); cancel.run(()); }
+                    "Enter" if !event.shift_key() && !event.is_composing() => { event.prevent_default(); send.run(()); }
+                    _ => {}
+                }
+            ></textarea>
+            <div class="edit-actions">
+                <button type="submit" class="edit-send">"Send"</button>
+                <button type="button" class="edit-cancel" on:click=move |_| cancel.run(())>"Cancel"</button>
+            </div>
+        </form>
+    }
+    .into_any()
 }
 
 /// `< 2 / 3 >` between a message's versions, when it has more than one; the buttons switch the
@@ -161,22 +175,15 @@ fn rerun(state: ChatState, rerun: Rerun) {
         let model = state.model.get_untracked();
         match crate::client::rerun(conversation, rerun.clone(), model).await {
             Ok(started) => {
-                state.conversations_changed.update(|n| *n += 1);
                 match rerun {
                     Rerun::Regenerate(id) => state.truncate_from(&id),
                     Rerun::Edit(id, content) => {
                         state.truncate_from(&id);
-                        state.push_user(started.user_message_id, content);
+                        state.push_user(started.user_message_id.clone(), content);
                     }
                 }
                 state.reread_on_end.set(true);
-                super::live::browser::follow_run(
-                    state,
-                    super::live::LiveRun {
-                        run_id: started.run_id,
-                        message_id: started.message_id,
-                    },
-                );
+                super::live::browser::follow_started(state, started);
             }
             Err(error) => state.connection_error.set(Some(error.to_string())),
         }

@@ -78,24 +78,17 @@ pub fn send_message(state: ChatState, content: String) {
         let conversation = state.conversation_id.get_untracked();
         let model = state.model.get_untracked();
         match crate::client::start_chat(conversation.clone(), content.clone(), model).await {
-            Ok(started) => {
+            Ok(started) if conversation.is_none() => {
                 state.conversations_changed.update(|n| *n += 1);
-                if conversation.is_none() {
-                    let navigate = leptos_router::hooks::use_navigate();
-                    navigate(
-                        &format!("/c/{}", started.conversation_id),
-                        Default::default(),
-                    );
-                    return;
-                }
-                state.push_user(started.user_message_id, content);
-                super::live::browser::follow_run(
-                    state,
-                    super::live::LiveRun {
-                        run_id: started.run_id,
-                        message_id: started.message_id,
-                    },
+                let navigate = leptos_router::hooks::use_navigate();
+                navigate(
+                    &format!("/c/{}", started.conversation_id),
+                    Default::default(),
                 );
+            }
+            Ok(started) => {
+                state.push_user(started.user_message_id.clone(), content);
+                super::live::browser::follow_started(state, started);
             }
             Err(error) => state.connection_error.set(Some(error.to_string())),
         }

@@ -95,34 +95,100 @@ fn change_of(rating: Option<Rating>, comment: String) -> Option<(Option<Rating>,
     (rating.is_some() || !comment.trim().is_empty()).then_some((rating, comment))
 }
 
+/// One feedback item as its control shows and edits it: the answer's (no step) or a step's
+/// note, with its editor's state and that of the change being sent. [`AnswerFeedback`] and
+/// [`StepNote`] differ in what they draw around it only.
+#[derive(Clone, Copy)]
+struct FeedbackItem {
+    store: FeedbackStore,
+    ids: StoredValue<(String, Option<String>)>,
+    current: Memo<Option<Feedback>>,
+    busy: RwSignal<bool>,
+    error: RwSignal<Option<String>>,
+    editing: RwSignal<bool>,
+}
+
+impl FeedbackItem {
+    fn new(store: FeedbackStore, message_id: String, step_id: Option<String>) -> Self {
+        let ids = StoredValue::new((message_id, step_id));
+        let current = Memo::new(move |_| ids.with_value(|(m, s)| store.find(m, s.as_deref())));
+        FeedbackItem {
+            store,
+            ids,
+            current,
+            busy: RwSignal::new(false),
+            error: RwSignal::new(None),
+            editing: RwSignal::new(false),
+        }
+    }
+
+    fn rating(self) -> Option<Rating> {
+        self.current.with(|f| f.as_ref().and_then(|f| f.rating))
+    }
+
+    /// The stored comment or note (`""` when there is none).
+    fn comment(self) -> String {
+        self.current
+            .with(|f| f.as_ref().map(|f| f.comment.clone()).unwrap_or_default())
+    }
+
+    /// Sends a change of this item (see [`send_change`]).
+    fn send(self, change: Option<(Option<Rating>, String)>) {
+        let (message_id, step_id) = self.ids.get_value();
+        send_change(
+            self.store, message_id, step_id, change, self.busy, self.error,
+        );
+    }
+
+    /// What the editor's Save does: closes it and sends `comment` with `rating`.
+    fn save(self, rating: Option<Rating>, comment: String) {
+        self.editing.set(false);
+        self.send(change_of(rating, comment));
+    }
+}
+
+/// The item's comment box (labelled `label`) while it is being edited, then the error of a
+/// refused change: the end of both feedback controls.
+fn editor_and_error(
+    item: FeedbackItem,
+    label: &'static str,
+    on_save: Callback<String>,
+) -> impl IntoView {
+    let editing = item.editing;
+    let cancel = Callback::new(move |()| editing.set(false));
+    view! {
+        {super::on_demand::while_wanted(move || editing.get(), move || note_editor(item.comment(), label, on_save, cancel))}
+        {move || item.error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
+    }
+}
+
+/// [`NoteEditor`], from a chunk of its own (`on_demand`): only a click opens it.
+#[leptos::lazy]
+fn note_editor(
+    initial: String,
+    label: &'static str,
+    on_save: Callback<String>,
+    on_cancel: Callback<()>,
+) -> AnyView {
+    view! { <NoteEditor initial label on_save on_cancel /> }.into_any()
+}
+
 /// Thumbs up, thumbs down and a comment under a finished answer.
 #[component]
 pub fn AnswerFeedback(message_id: String, store: FeedbackStore) -> impl IntoView {
-    let id = StoredValue::new(message_id.clone());
-    let current = Memo::new(move |_| id.with_value(|id| store.find(id, None)));
-    let rating = move || current.with(|f| f.as_ref().and_then(|f| f.rating));
-    let comment =
-        move || current.with(|f| f.as_ref().map(|f| f.comment.clone()).unwrap_or_default());
-    let (busy, error, editing) = (
-        RwSignal::new(false),
-        RwSignal::new(None),
-        RwSignal::new(false),
-    );
-    let send = move |change| send_change(store, id.get_value(), None, change, busy, error);
+    let item = FeedbackItem::new(store, message_id.clone(), None);
+    let (busy, editing) = (item.busy, item.editing);
     let thumb = move |chosen: Rating| {
-        let next = (rating() != Some(chosen)).then_some(chosen);
-        send(change_of(next, comment()));
+        let next = (item.rating() != Some(chosen)).then_some(chosen);
+        item.send(change_of(next, item.comment()));
     };
-    let save = Callback::new(move |text: String| {
-        editing.set(false);
-        send(change_of(rating(), text));
-    });
+    let save = Callback::new(move |text: String| item.save(item.rating(), text));
     let thumb_button = move |chosen: Rating, icon: &'static str, label: &'static str| {
         view! {
             <button
                 type="button"
                 class=format!("footer-action thumb thumb-{}", chosen.as_str())
-                aria-pressed=move || (rating() == Some(chosen)).to_string()
+                aria-pressed=move || (item.rating() == Some(chosen)).to_string()
                 aria-label=label
                 title=label
                 disabled=move || busy.get()
@@ -133,14 +199,14 @@ pub fn AnswerFeedback(message_id: String, store: FeedbackStore) -> impl IntoView
         }
     };
     let saved = move || {
-        let text = comment();
+        let text = item.comment();
         (!text.is_empty() && !editing.get()).then(|| {
             view! {
                 <p class="feedback-comment">
                     <span class="feedback-text">{text}</span>
                     " "
                     <button type="button" class="link-button remove-comment" disabled=move || busy.get()
-                        on:click=move |_| send(change_of(rating(), String::new()))>"Remove comment"</button>
+                        on:click=move |_| item.send(change_of(item.rating(), String::new()))>"Remove comment"</button>
                 </p>
             }
         })
@@ -152,15 +218,11 @@ pub fn AnswerFeedback(message_id: String, store: FeedbackStore) -> impl IntoView
                 {thumb_button(Rating::Down, "👎", "Bad answer")}
                 <button type="button" class="footer-action feedback-comment-toggle" aria-expanded=move || editing.get().to_string()
                     on:click=move |_| editing.update(|open| *open = !*open)>
-                    {move || if comment().is_empty() { "Comment" } else { "Edit comment" }}
+                    {move || if item.comment().is_empty() { "Comment" } else { "Edit comment" }}
                 </button>
             </div>
             {saved}
-            <Show when=move || editing.get()>
-                <NoteEditor initial=comment() label="Comment on this answer" on_save=save
-                    on_cancel=Callback::new(move |()| editing.set(false)) />
-            </Show>
-            {move || error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
+            {editor_and_error(item, "Comment on this answer", save)}
         </div>
     }
     .into_any()
@@ -170,27 +232,14 @@ pub fn AnswerFeedback(message_id: String, store: FeedbackStore) -> impl IntoView
 #[component]
 pub fn StepNote(target: NoteTarget, step_id: String) -> impl IntoView {
     let NoteTarget { message_id, store } = target;
-    let ids = StoredValue::new((message_id, step_id.clone()));
-    let note = Memo::new(move |_| ids.with_value(|(m, s)| store.find(m, Some(s))));
-    let text = move || note.with(|n| n.as_ref().map(|n| n.comment.clone()).unwrap_or_default());
-    let (busy, error, editing) = (
-        RwSignal::new(false),
-        RwSignal::new(None),
-        RwSignal::new(false),
-    );
-    let send = move |change| {
-        let (message, step) = ids.get_value();
-        send_change(store, message, Some(step), change, busy, error)
-    };
-    let save = Callback::new(move |comment: String| {
-        editing.set(false);
-        send(change_of(None, comment));
-    });
+    let item = FeedbackItem::new(store, message_id, Some(step_id.clone()));
+    let (busy, editing) = (item.busy, item.editing);
+    let save = Callback::new(move |comment: String| item.save(None, comment));
     let shown = move || {
         if editing.get() {
             return None;
         }
-        let saved = text();
+        let saved = item.comment();
         Some(match saved.is_empty() {
             true => view! {
                 <button type="button" class="link-button note-add" on:click=move |_| editing.set(true)>"Add note"</button>
@@ -204,7 +253,7 @@ pub fn StepNote(target: NoteTarget, step_id: String) -> impl IntoView {
                     <button type="button" class="link-button note-edit" on:click=move |_| editing.set(true)>"Edit"</button>
                     " "
                     <button type="button" class="link-button note-remove" disabled=move || busy.get()
-                        on:click=move |_| send(None)>"Remove"</button>
+                        on:click=move |_| item.send(None)>"Remove"</button>
                 </p>
             }
             .into_any(),
@@ -213,11 +262,7 @@ pub fn StepNote(target: NoteTarget, step_id: String) -> impl IntoView {
     view! {
         <div class="step-note" data-note-for=step_id>
             {shown}
-            <Show when=move || editing.get()>
-                <NoteEditor initial=text() label="Note on this step" on_save=save
-                    on_cancel=Callback::new(move |()| editing.set(false)) />
-            </Show>
-            {move || error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
+            {editor_and_error(item, "Note on this step", save)}
         </div>
     }
     .into_any()

@@ -46,10 +46,9 @@ pub fn ConversationItem(conversation: ConversationSummary) -> impl IntoView {
     view! {
         <li class="conversation-item" class:archived=archived>
             {move || match mode.get() {
-                Mode::Renaming => view! {
-                    <RenameField id=id.get_value() title error on_done=stop_renaming />
+                Mode::Renaming => {
+                    Suspend::new(rename_field(id.get_value(), title, error, stop_renaming)).into_any()
                 }
-                    .into_any(),
                 _ => view! {
                     <a
                         href=href.clone()
@@ -62,7 +61,7 @@ pub fn ConversationItem(conversation: ConversationSummary) -> impl IntoView {
                     .into_any(),
             }}
             <ItemMenu id title archived mode error />
-            {move || (mode.get() == Mode::ConfirmingDelete).then(|| view! { <ConfirmDelete id title mode error /> })}
+            {move || (mode.get() == Mode::ConfirmingDelete).then(|| Suspend::new(confirm_delete(id, title, mode, error)))}
             {move || error.get().map(|message| view! { <p class="error item-error" role="alert">{message}</p> })}
         </li>
     }
@@ -109,6 +108,28 @@ fn ItemMenu(
             </div>
         </details>
     }
+}
+
+/// [`ConfirmDelete`], from a chunk of its own (`on_demand`): only a click shows it.
+#[leptos::lazy]
+fn confirm_delete(
+    id: StoredValue<String>,
+    title: RwSignal<String>,
+    mode: RwSignal<Mode>,
+    error: RwSignal<Option<String>>,
+) -> AnyView {
+    view! { <ConfirmDelete id title mode error /> }.into_any()
+}
+
+/// [`RenameField`], from a chunk of its own (`on_demand`): only a click shows it.
+#[leptos::lazy]
+fn rename_field(
+    id: String,
+    title: RwSignal<String>,
+    error: RwSignal<Option<String>>,
+    on_done: Callback<()>,
+) -> AnyView {
+    view! { <RenameField id title error on_done /> }.into_any()
 }
 
 /// "Delete this conversation?" with Delete and Cancel.
@@ -222,7 +243,7 @@ pub fn HeaderTitle(id: String, title: String) -> impl IntoView {
     view! {
         <div class="conversation-title">
             {move || match editing.get() {
-                true => view! { <RenameField id=id.get_value() title=own error on_done=done /> }.into_any(),
+                true => Suspend::new(rename_field(id.get_value(), own, error, done)).into_any(),
                 false => view! {
                     <h1 class="conversation-title-text" title=move || own.get()>{move || own.get()}</h1>
                     <button type="button" class="title-rename" on:click=move |_| editing.set(true)>"Rename"</button>

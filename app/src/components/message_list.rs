@@ -11,7 +11,7 @@ use crate::protocol::MessageStatus;
 /// scrolls, never the page; it follows the answer being written while the reader is at its end.
 #[component]
 pub fn MessageList(state: ChatState) -> impl IntoView {
-    let empty = move || state.entries.with(Vec::is_empty);
+    let empty = move || state.is_empty();
     let section = NodeRef::<leptos::html::Section>::new();
     let content = NodeRef::<leptos::html::Div>::new();
     // The reader scrolled up, away from the end: "jump to the end" shows.
@@ -37,11 +37,15 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                 <Show when=move || { state.earlier.get() > 0 }>
                     <EarlierMessages state />
                 </Show>
-                <For each=move || state.entries.get() key=Entry::key let:entry>
-                    {match entry {
-                        Entry::User { id, text, siblings } => view! { <UserMessage id text siblings state /> }.into_any(),
-                        Entry::Assistant { id, model, siblings } => view! { <AssistantMessage id model siblings state /> }.into_any(),
-                    }}
+                // A list per page (see `live::Page`): a page loaded or a message added draws only
+                // its own page's entries.
+                <For each=move || state.pages.get() key=|page| page.key let:page>
+                    <For each=move || page.entries.get() key=Entry::key let:entry>
+                        {match entry {
+                            Entry::User { id, text, siblings } => view! { <UserMessage id text siblings state /> }.into_any(),
+                            Entry::Assistant { id, model, siblings } => view! { <AssistantMessage id model siblings state /> }.into_any(),
+                        }}
+                    </For>
                 </For>
             </div>
             <Show when=move || away.get()>
@@ -67,7 +71,7 @@ fn reveal_on_open(state: ChatState, leave: impl Fn() + Copy + 'static) {
     let switched = StoredValue::new(None::<String>);
     Effect::new(move |_| {
         let target = query.with(|query| query.get("m").map(|m| (m, query.get("step"))));
-        state.entries.track();
+        state.track_entries();
         let Some(target) = target else {
             return;
         };
@@ -102,10 +106,7 @@ fn seek(
         revealed.set_value(Some(target));
         return;
     }
-    let listed = state
-        .entries
-        .with_untracked(|entries| entries.iter().any(|entry| entry.id() == target.0));
-    if listed {
+    if state.shows(&target.0) {
         return;
     }
     if state.earlier.get_untracked() > 0 {
@@ -139,10 +140,12 @@ fn follow(
     let jump = move || follower.with_value(|f| f.as_ref().map(FollowBottom::jump));
     // A question was sent (a new last entry, the reader's): its answer is what they want to see.
     Effect::new(move |previous: Option<Option<String>>| {
-        let last_question = state.entries.with(|entries| match entries.last() {
-            Some(Entry::User { id, .. }) => Some(id.clone()),
-            _ => None,
-        });
+        let last_question = state
+            .last_entry(|entry| match entry {
+                Entry::User { id, .. } => Some(id.clone()),
+                Entry::Assistant { .. } => None,
+            })
+            .flatten();
         if previous.is_some_and(|previous| previous != last_question) && last_question.is_some() {
             jump();
         }
@@ -598,10 +601,12 @@ fn RunStatusAnnouncer(state: ChatState) -> impl IntoView {
                 n => format!("The agent is running {n} tool call(s)."),
             };
         }
-        let last = state.entries.with(|entries| match entries.last() {
-            Some(Entry::Assistant { model, .. }) => Some(*model),
-            _ => None,
-        });
+        let last = state
+            .last_entry(|entry| match entry {
+                Entry::Assistant { model, .. } => Some(*model),
+                Entry::User { .. } => None,
+            })
+            .flatten();
         match last.map(|model| model.status.get()) {
             Some(MessageStatus::Complete) => "The answer is complete.".to_owned(),
             Some(MessageStatus::Cancelled) => "The run was stopped.".to_owned(),

@@ -10,10 +10,12 @@ pub mod feedback;
 #[cfg(feature = "hydrate")]
 mod follow_bottom;
 mod icons;
+pub mod inert;
 pub mod live;
 pub mod manage;
 pub mod markdown;
 mod message_list;
+pub mod on_demand;
 pub mod search;
 pub mod segments;
 mod settings_panel;

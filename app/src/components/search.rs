@@ -98,7 +98,11 @@ pub fn SearchBox() -> impl IntoView {
                 on:keydown=on_keydown
             />
         </form>
-        {move || results_view(found.get())}
+        // Drawn from a chunk of its own (`on_demand`): nothing is found before one types.
+        {move || {
+            let found = found.get();
+            (found != Found::Nothing).then(|| Suspend::new(results_view(found)))
+        }}
     }
 }
 
@@ -115,19 +119,26 @@ fn ask(query: String, asked: StoredValue<u64>, found: RwSignal<Found>, wait: std
             return;
         }
         leptos::task::spawn_local(async move {
-            let answer = crate::client::search(&query).await;
+            let answer = search_hits(query).await;
             if asked.get_value() != mine {
                 return;
             }
-            found.set(match answer {
-                Ok(results) => Found::Hits(results.results),
-                Err(error) => Found::Failed(error.to_string()),
-            });
+            found.set(answer);
         });
     };
     match wait.is_zero() {
         true => go(),
         false => leptos::leptos_dom::helpers::set_timeout(go, wait),
+    }
+}
+
+/// The search's answer, asked and read in the chunk of the results' view (`on_demand`).
+#[cfg(feature = "hydrate")]
+#[leptos::lazy]
+async fn search_hits(query: String) -> Found {
+    match crate::client::search(&query).await {
+        Ok(results) => Found::Hits(results.results),
+        Err(error) => Found::Failed(error.to_string()),
     }
 }
 
@@ -141,23 +152,23 @@ fn ask(
 ) {
 }
 
-fn results_view(found: Found) -> Option<AnyView> {
+/// The results' view (never asked for [`Found::Nothing`]).
+#[leptos::lazy]
+fn results_view(found: Found) -> AnyView {
     match found {
-        Found::Nothing => None,
+        Found::Nothing => ().into_any(),
         Found::Failed(message) => {
-            Some(view! { <p class="error search-error" role="alert">{message}</p> }.into_any())
+            view! { <p class="error search-error" role="alert">{message}</p> }.into_any()
         }
-        Found::Hits(hits) if hits.is_empty() => Some(
-            view! { <p class="muted search-none" role="status">"Nothing found."</p> }.into_any(),
-        ),
-        Found::Hits(hits) => Some(
-            view! {
-                <ul class="search-results" aria-label="Search results">
-                    {hits.into_iter().map(|hit| view! { <li><HitLink hit /></li> }).collect_view()}
-                </ul>
-            }
-            .into_any(),
-        ),
+        Found::Hits(hits) if hits.is_empty() => {
+            view! { <p class="muted search-none" role="status">"Nothing found."</p> }.into_any()
+        }
+        Found::Hits(hits) => view! {
+            <ul class="search-results" aria-label="Search results">
+                {hits.into_iter().map(|hit| view! { <li><HitLink hit /></li> }).collect_view()}
+            </ul>
+        }
+        .into_any(),
     }
 }
 

@@ -78,8 +78,10 @@ fn progress_view(progress: Option<&serde_json::Value>) -> Option<AnyView> {
     )
 }
 
+/// The arguments as indented JSON. Writing a `Value` cannot fail; a fallback through its
+/// `Display` would bring two more copies of the JSON writer into the bundle.
 fn pretty_args(args: &serde_json::Value) -> String {
-    serde_json::to_string_pretty(args).unwrap_or_else(|_| args.to_string())
+    serde_json::to_string_pretty(args).unwrap_or_default()
 }
 
 /// A message's blocks in `sequence_number` order, live or stored: the same components either

@@ -3,9 +3,10 @@ use leptos::prelude::*;
 use crate::settings::{save, use_settings, DisplayMode, Settings};
 
 /// The settings: display mode and the collapse and preview limits. Applies at once and persists.
+/// The panel's controls are drawn the first time it opens, from a chunk of their own
+/// (`on_demand`); the server renders the button and the closed, empty panel.
 #[component]
 pub fn SettingsPanel() -> impl IntoView {
-    let settings = use_settings();
     let open = RwSignal::new(false);
     super::escape::close_on_escape(open);
     view! {
@@ -20,34 +21,44 @@ pub fn SettingsPanel() -> impl IntoView {
                 "Settings"
             </button>
             <div id="settings-panel" class="settings-panel" role="group" aria-label="Settings" hidden=move || !open.get()>
-                <div class="settings-head">
-                    <h2>"Settings"</h2>
-                    <button type="button" class="settings-close" aria-label="Close" title="Close (Esc)" on:click=move |_| open.set(false)>"×"</button>
-                </div>
-                <fieldset class="mode-group">
-                    <legend>"Agent transparency"</legend>
-                    {mode_option(settings, DisplayMode::Minimal, "Minimal", "The answer only: reasoning and tool calls are hidden.")}
-                    {mode_option(settings, DisplayMode::Normal, "Normal", "Reasoning and tool calls as collapsed blocks; a running tool shows its output.")}
-                    {mode_option(settings, DisplayMode::Verbose, "Verbose", "Everything expanded: every reasoning part, argument and output.")}
-                </fieldset>
-                <fieldset class="limits">
-                    <legend>"Limits"</legend>
-                    {number(settings, "Collapse all when more tools than", "tool calls", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
-                    {number(settings, "Preview output longer than (lines)", "lines", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
-                    {number(settings, "Output preview (characters)", "characters", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
-                    {number(settings, "Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
-                </fieldset>
-                <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
-                <fieldset class="models-group">
-                    <legend>"Models"</legend>
-                    <ReloadModels />
-                </fieldset>
-                <fieldset class="danger-zone">
-                    <legend>"Conversations"</legend>
-                    <super::manage::DeleteAll />
-                </fieldset>
+                {super::on_demand::once_wanted(move || open.get(), move || settings_controls(open))}
             </div>
         </div>
+    }
+    .into_any()
+}
+
+/// The panel's content.
+#[leptos::lazy]
+fn settings_controls(open: RwSignal<bool>) -> AnyView {
+    let settings = use_settings();
+    view! {
+        <div class="settings-head">
+            <h2>"Settings"</h2>
+            <button type="button" class="settings-close" aria-label="Close" title="Close (Esc)" on:click=move |_| open.set(false)>"×"</button>
+        </div>
+        <fieldset class="mode-group">
+            <legend>"Agent transparency"</legend>
+            {mode_option(settings, DisplayMode::Minimal, "Minimal", "The answer only: reasoning and tool calls are hidden.")}
+            {mode_option(settings, DisplayMode::Normal, "Normal", "Reasoning and tool calls as collapsed blocks; a running tool shows its output.")}
+            {mode_option(settings, DisplayMode::Verbose, "Verbose", "Everything expanded: every reasoning part, argument and output.")}
+        </fieldset>
+        <fieldset class="limits">
+            <legend>"Limits"</legend>
+            {number(settings, "Collapse all when more tools than", "tool calls", |s| s.auto_collapse_tool_count, |s, v| s.auto_collapse_tool_count = v)}
+            {number(settings, "Preview output longer than (lines)", "lines", |s| s.auto_collapse_output_lines, |s, v| s.auto_collapse_output_lines = v)}
+            {number(settings, "Output preview (characters)", "characters", |s| s.output_preview_chars, |s, v| s.output_preview_chars = v)}
+            {number(settings, "Reasoning preview (characters)", "characters", |s| s.reasoning_preview_chars, |s, v| s.reasoning_preview_chars = v)}
+        </fieldset>
+        <p class="muted settings-note">"Changes apply at once and are kept in this browser."</p>
+        <fieldset class="models-group">
+            <legend>"Models"</legend>
+            <ReloadModels />
+        </fieldset>
+        <fieldset class="danger-zone">
+            <legend>"Conversations"</legend>
+            <super::manage::DeleteAll />
+        </fieldset>
     }
     .into_any()
 }

@@ -85,6 +85,37 @@ fn ConversationView(
     models: ModelList,
     conversations_changed: RwSignal<u32>,
 ) -> impl IntoView {
+    let feedback = crate::components::feedback::FeedbackStore::new(
+        conversation
+            .as_ref()
+            .map(|c| c.feedback.clone())
+            .unwrap_or_default(),
+    );
+    // The answers' footers and step blocks read and change the reader's feedback here.
+    provide_context(feedback);
+    let title = conversation
+        .as_ref()
+        .map(|c| c.summary.title.clone())
+        .unwrap_or_default();
+    let state = conversation_state(conversation, models, conversations_changed);
+    // Tool blocks answer approvals for the run this view follows.
+    provide_context(state);
+    view! {
+        <ConversationHeader state title />
+        <MessageList state />
+        <Composer state />
+    }
+    .into_any()
+}
+
+/// The view's state, following the conversation's running run if it has one. The server renders
+/// the running answer as it is stored while it runs (empty, status `streaming`), with Stop; the
+/// browser then follows its stream from the first event into the same entry.
+fn conversation_state(
+    conversation: Option<Conversation>,
+    models: ModelList,
+    conversations_changed: RwSignal<u32>,
+) -> ChatState {
     let model = conversation
         .as_ref()
         .map_or(models.default.clone(), |c| c.summary.model.clone());
@@ -95,26 +126,14 @@ fn ConversationView(
             run_id: run.run_id,
             message_id: run.message_id,
         });
-    let feedback = crate::components::feedback::FeedbackStore::new(
-        conversation
-            .as_ref()
-            .map(|c| c.feedback.clone())
-            .unwrap_or_default(),
-    );
-    // The answers' footers and step blocks read and change the reader's feedback here.
-    provide_context(feedback);
-    let (id, title, messages, earlier) = match conversation {
+    let (id, messages, earlier) = match conversation {
         Some(conversation) => (
             Some(conversation.summary.id),
-            conversation.summary.title,
             conversation.messages,
             conversation.earlier,
         ),
-        None => (None, String::new(), Vec::new(), 0),
+        None => (None, Vec::new(), 0),
     };
-    // The server renders the running answer as it is stored while it runs (empty, status
-    // `streaming`), with Stop; the browser then follows its stream from the first event into
-    // the same entry.
     let state = ChatState::new(
         id,
         &messages,
@@ -124,8 +143,6 @@ fn ConversationView(
         model,
         models.models,
     );
-    // Tool blocks answer approvals for the run this view follows.
-    provide_context(state);
     if let Some(run) = live_run {
         // Only in the browser: effects do not run on the server.
         Effect::new(move |_| {
@@ -137,8 +154,14 @@ fn ConversationView(
     }
     #[cfg(feature = "hydrate")]
     on_cleanup(move || crate::components::live::browser::stop_following(state));
+    state
+}
+
+/// The open conversation's title (renamed in place) and its export menu.
+#[component]
+fn ConversationHeader(state: ChatState, title: String) -> impl IntoView {
     let title = StoredValue::new(title);
-    let exports = move || {
+    move || {
         state.conversation_id.get().map(|id| {
             view! {
                 <header class="conversation-header">
@@ -153,11 +176,5 @@ fn ConversationView(
                 </header>
             }
         })
-    };
-    view! {
-        {exports}
-        <MessageList state />
-        <Composer state />
     }
-    .into_any()
 }

@@ -8,8 +8,9 @@ use super::message::{Message, Usage};
 use super::records::{ApprovalDecision, ToolError};
 
 /// One event of one run. `seq` counts 1, 2, 3 ... per run with no gaps; `ts` is RFC 3339 UTC with
-/// milliseconds. The payload's `type` tag sits beside these fields in the same JSON object.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// milliseconds. The payload's `type` tag sits beside these fields in the same JSON object. Its
+/// `Deserialize` is written by hand (`wire.rs`), for the browser's bundle.
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Event {
     pub seq: u64,
     pub run_id: String,
@@ -18,7 +19,10 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Read as part of an [`Event`] only (`wire.rs`); the derived `Deserialize` is the tests'
+/// reference for that one.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[cfg_attr(test, derive(Deserialize))]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     MessageStarted {

@@ -225,7 +225,9 @@ fn add_known(mine: Option<u64>, theirs: Option<u64>) -> Option<u64> {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Its `Deserialize` is written by hand (`wire.rs`), for the browser's bundle; the derived one,
+/// in the tests only, is that one's reference (`SerdeSegment`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Segment {
     Reasoning(ReasoningSegment),

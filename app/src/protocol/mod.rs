@@ -8,6 +8,10 @@ mod message;
 mod records;
 mod reducer;
 mod time;
+mod wire;
+/// Every event and segment kind as JSON, for other modules' reader tests.
+#[cfg(test)]
+pub(crate) use wire::tests as wire_fixtures;
 
 pub use codes::{ErrorCode, ResolvedBy, ToolErrorKind, TraceStatus};
 pub use event::*;

@@ -4,7 +4,7 @@
 //! it the same log the SSE endpoint streams (see docs/protocol.md for the table). Each model turn
 //! is a step (`STEP_STARTED`/`STEP_FINISHED`, named `turn_<n>`), as `formats::steps` finds them.
 
-use std::borrow::Cow;
+use std::{borrow::Cow, io::Write};
 
 use app::protocol::{parse_rfc3339_millis, EventKind, ToolResultStatus, Usage};
 use serde::Serialize;
@@ -66,39 +66,43 @@ impl Outbound {
         self.ended
     }
 
-    /// The frame of a text or reasoning delta that continues the message already open, from the
-    /// event's JSON as the log holds it, without building the event: `TEXT_MESSAGE_CONTENT` or
-    /// `REASONING_MESSAGE_CONTENT` with its `timestamp`, serialized as [`Self::map`]'s would be.
-    /// The common case, once per event per reader; `None` for anything else.
-    pub fn push_delta(&self, json: &str) -> Option<String> {
+    /// Writes the event (its JSON) of a text or reasoning delta that continues the message
+    /// already open to `out`, from the event's JSON as the log holds it, without building the
+    /// event: `TEXT_MESSAGE_CONTENT` or `REASONING_MESSAGE_CONTENT` with its `timestamp`,
+    /// serialized as [`Self::map`]'s would be. The common case, once per event per reader;
+    /// `false`, with nothing written, for anything else. The caller's `out` is the reader's SSE
+    /// frame, so the event is made in place, never as a string of its own.
+    pub fn push_delta(&self, json: &str, out: impl Write) -> bool {
         if self.ended {
-            return None;
+            return false;
         }
-        let (kind, message_id, delta, ts) = match LoggedDelta::read(json)? {
-            LoggedDelta::Text {
+        let (kind, message_id, delta, ts) = match LoggedDelta::read(json) {
+            Some(LoggedDelta::Text {
                 segment_id,
                 delta,
                 ts,
-            } if self.text.as_deref() == Some(&segment_id) => {
+            }) if self.text.as_deref() == Some(&segment_id) => {
                 ("TEXT_MESSAGE_CONTENT", segment_id, delta, ts)
             }
-            LoggedDelta::Reasoning {
+            Some(LoggedDelta::Reasoning {
                 segment_id,
                 summary_index,
                 delta,
                 ts,
-            } => {
-                let id = reasoning_message_id(&segment_id, summary_index);
-                if self.reasoning_message.as_deref() != Some(id.as_str()) {
-                    return None;
+            }) => match self.reasoning_message.as_deref() {
+                Some(open) if is_reasoning_message_id(open, &segment_id, summary_index) => {
+                    ("REASONING_MESSAGE_CONTENT", Cow::Borrowed(open), delta, ts)
                 }
-                ("REASONING_MESSAGE_CONTENT", Cow::Owned(id), delta, ts)
-            }
-            _ => return None,
+                _ => return false,
+            },
+            _ => return false,
         };
-        let timestamp = u64::try_from(parse_rfc3339_millis(&ts)?).ok()?;
+        let Some(timestamp) = parse_rfc3339_millis(&ts).and_then(|ms| u64::try_from(ms).ok())
+        else {
+            return false;
+        };
         if delta.is_empty() {
-            return None;
+            return false;
         }
         let frame = ContentFrame {
             kind,
@@ -106,7 +110,7 @@ impl Outbound {
             delta: &delta,
             timestamp,
         };
-        serde_json::to_string(&frame).ok()
+        serde_json::to_writer(out, &frame).is_ok()
     }
 
     /// The AG-UI events one Glassbox event means; none once the AG-UI run has ended.
@@ -480,6 +484,14 @@ fn step_name(number: u32) -> String {
 
 fn reasoning_message_id(segment_id: &str, index: u32) -> String {
     format!("{segment_id}-{index}")
+}
+
+/// Whether `id` is [`reasoning_message_id`]'s for that segment and index, read without making it
+/// (`id` is one it made, so its index has no leading zero or sign).
+fn is_reasoning_message_id(id: &str, segment_id: &str, index: u32) -> bool {
+    id.strip_prefix(segment_id)
+        .and_then(|rest| rest.strip_prefix('-'))
+        .is_some_and(|rest| rest.parse() == Ok(index))
 }
 
 fn status_name(status: ToolResultStatus) -> &'static str {

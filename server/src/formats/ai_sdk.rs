@@ -6,7 +6,11 @@
 //!
 //! Steps (`start-step`/`finish-step`) are the model turns [`Steps`] finds in the events.
 
-use std::collections::{HashMap, HashSet};
+use std::{
+    borrow::Cow,
+    collections::{HashMap, HashSet},
+    io::Write,
+};
 
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
 use serde::Serialize;
@@ -56,43 +60,40 @@ impl UiMessageStream {
         self.ended
     }
 
-    /// The frame (chunk JSON) of a text or reasoning delta that continues the part already open,
-    /// from the event's JSON as the log holds it, without building the event: the common case,
-    /// once per event per reader. `None` for any other event: [`Self::push`] maps those.
-    pub fn push_delta(&mut self, json: &str) -> Option<String> {
+    /// Writes the chunk (its JSON) of a text or reasoning delta that continues the part already
+    /// open to `out`, from the event's JSON as the log holds it, without building the event: the
+    /// common case, once per event per reader. `false`, with nothing written, for any other
+    /// event: [`Self::push`] maps those. The caller's `out` is the reader's SSE frame, so the
+    /// chunk is made in place, never as a string of its own.
+    pub fn push_delta(&mut self, json: &str, out: impl Write) -> bool {
         if self.ended || self.steps.turn_ended() {
-            return None;
+            return false;
         }
-        match LoggedDelta::read(json)? {
-            LoggedDelta::Text {
+        let (kind, id, delta) = match LoggedDelta::read(json) {
+            Some(LoggedDelta::Text {
                 segment_id, delta, ..
-            } if self.text.as_deref() == Some(&segment_id) => {
-                let chunk = DeltaChunk {
-                    kind: "text-delta",
-                    id: &segment_id,
-                    delta: &delta,
-                };
-                serde_json::to_string(&chunk).ok()
-            }
-            LoggedDelta::Reasoning {
+            }) if self.text.as_deref() == Some(&segment_id) => ("text-delta", segment_id, delta),
+            Some(LoggedDelta::Reasoning {
                 segment_id,
                 summary_index,
                 delta,
                 ..
-            } => {
-                let id = reasoning_id(&segment_id, summary_index);
-                if !self.reasoning.contains(&id) {
-                    return None;
-                }
-                let chunk = DeltaChunk {
-                    kind: "reasoning-delta",
-                    id: &id,
-                    delta: &delta,
-                };
-                serde_json::to_string(&chunk).ok()
-            }
-            _ => None,
-        }
+            }) => match self
+                .reasoning
+                .iter()
+                .find(|open| is_reasoning_id(open, &segment_id, summary_index))
+            {
+                Some(open) => ("reasoning-delta", Cow::Borrowed(open.as_str()), delta),
+                None => return false,
+            },
+            _ => return false,
+        };
+        let chunk = DeltaChunk {
+            kind,
+            id: &id,
+            delta: &delta,
+        };
+        serde_json::to_writer(out, &chunk).is_ok()
     }
 
     /// The chunks for one event (none for the events the stream has no part for).
@@ -543,6 +544,14 @@ impl StreamingInput {
 /// A reasoning part's id: its segment and summary index, as the reducer keys them.
 fn reasoning_id(segment_id: &str, summary_index: u32) -> String {
     format!("{segment_id}:{summary_index}")
+}
+
+/// Whether `id` is [`reasoning_id`]'s for that segment and index, read without making it (`id`
+/// is one it made, so its index has no leading zero or sign).
+fn is_reasoning_id(id: &str, segment_id: &str, summary_index: u32) -> bool {
+    id.strip_prefix(segment_id)
+        .and_then(|rest| rest.strip_prefix(':'))
+        .is_some_and(|index| index.parse() == Ok(summary_index))
 }
 
 #[cfg(test)]

@@ -6,17 +6,18 @@
 //! later request's `resume` answers it and streams the rest of the same Glassbox run, from any
 //! instance on PostgreSQL).
 
-use std::sync::Arc;
+use std::{collections::VecDeque, sync::Arc};
 
 use app::protocol::{ApprovalDecision, ResolvedBy};
 use axum::{extract::State, response::Response, routing::post, Router};
-use futures::{stream, StreamExt};
+use bytes::Bytes;
 use serde_json::Value;
 
 use super::{
     extract::ApiJson,
     source::{self, Source},
-    sse, AppState, CurrentUser,
+    sse_frames::{self, Frames, Mapping, Reader},
+    AppState, CurrentUser,
 };
 use crate::{
     ag_ui::{
@@ -164,7 +165,7 @@ fn approval_answer(user: &CurrentUser, entry: &ResumeEntry) -> ApprovalAnswer {
 }
 
 /// The SSE response: RUN_STARTED, then the run's events after `after` as AG-UI events, up to the
-/// terminal one (or the interrupt).
+/// terminal one (or the interrupt), numbered from 1.
 fn respond(
     engine: &Arc<Engine>,
     user: &CurrentUser,
@@ -178,71 +179,76 @@ fn respond(
         run_id: run.run_id().to_owned(),
         armed: true,
     };
-    let first = stamp(outbound.started(), now_unix_ms());
     let feed = Feed {
-        outbound,
         stop,
-        events: run.events(after),
+        last_id: 0,
+        outbound,
     };
-    let rest = stream::unfold(feed, |mut feed| async move {
-        let batch = feed.next().await?;
-        Some((stream::iter(batch), feed))
-    })
-    .flatten();
-    let frames = stream::once(async move { first })
-        .chain(rest)
-        .enumerate()
-        .map(|(at, json)| (at as u64 + 1, json));
-    sse::response(frames)
+    let mut reader = Reader::new(run.events(after), feed);
+    reader.queue(|feed, frames, out| {
+        let first = stamp(feed.outbound.started(), now_unix_ms());
+        feed.push(&first, frames, out);
+    });
+    sse_frames::response(reader.into_stream())
 }
 
-/// The run's log as AG-UI frames, and the guard that stops the run if the client leaves early.
+/// The AG-UI mapping of one response, and the guard that stops the run if the client leaves
+/// early.
 struct Feed {
     outbound: Outbound,
     stop: StopOnDrop,
-    events: futures::stream::BoxStream<'static, (u64, Arc<str>)>,
+    /// The SSE id of the last frame made.
+    last_id: u64,
+}
+
+impl Mapping for Feed {
+    fn delta(&mut self, json: &str, frames: &mut Frames) -> Option<Bytes> {
+        let outbound = &self.outbound;
+        let frame = frames.write(Some(self.last_id + 1), json.len(), |out| {
+            outbound.push_delta(json, out)
+        })?;
+        self.last_id += 1;
+        Some(frame)
+    }
+
+    fn event(&mut self, json: &str, frames: &mut Frames, out: &mut VecDeque<Bytes>) {
+        let Ok(event) = serde_json::from_str::<app::protocol::Event>(json) else {
+            return;
+        };
+        let at = app::protocol::parse_rfc3339_millis(&event.ts).unwrap_or_else(now_unix_ms);
+        for mapped in self.outbound.map(&event.kind) {
+            self.push(&stamp(mapped, at), frames, out);
+        }
+        self.ended();
+    }
+
+    /// Once the AG-UI run has ended, leaving no longer stops the Glassbox run.
+    fn ended(&mut self) -> bool {
+        let ended = self.outbound.ended();
+        if ended {
+            self.stop.armed = false;
+        }
+        ended
+    }
+
+    fn log_ended(&mut self, _: &mut Frames, _: &mut VecDeque<Bytes>) {}
 }
 
 impl Feed {
-    /// The frames of the next Glassbox event that means any; `None` once the AG-UI run ended.
-    async fn next(&mut self) -> Option<Vec<Arc<str>>> {
-        loop {
-            if self.outbound.ended() {
-                self.stop.armed = false;
-                return None;
-            }
-            let (_, json) = self.events.next().await?;
-            if let Some(frame) = self.outbound.push_delta(&json) {
-                return Some(vec![frame.into()]);
-            }
-            let Ok(event) = serde_json::from_str::<app::protocol::Event>(&json) else {
-                continue;
-            };
-            let at = app::protocol::parse_rfc3339_millis(&event.ts).unwrap_or_else(now_unix_ms);
-            let frames: Vec<Arc<str>> = self
-                .outbound
-                .map(&event.kind)
-                .into_iter()
-                .map(|mapped| stamp(mapped, at))
-                .collect();
-            if self.outbound.ended() {
-                self.stop.armed = false;
-            }
-            if !frames.is_empty() {
-                return Some(frames);
-            }
-        }
+    /// Queues the frame of an event's JSON.
+    fn push(&mut self, json: &str, frames: &mut Frames, out: &mut VecDeque<Bytes>) {
+        self.last_id += 1;
+        out.push_back(frames.data(Some(self.last_id), json));
     }
 }
 
-fn stamp(event: crate::ag_ui::wire::Event, at_ms: i64) -> Arc<str> {
+fn stamp(event: crate::ag_ui::wire::Event, at_ms: i64) -> String {
     let stamped = Stamped {
         event,
         timestamp: u64::try_from(at_ms).unwrap_or(0),
     };
     serde_json::to_string(&stamped)
         .unwrap_or_else(|_| r#"{"type":"RUN_ERROR","message":"unencodable event"}"#.to_owned())
-        .into()
 }
 
 /// Stops the run when the response is dropped before the AG-UI run ended: the client closed the

@@ -15,19 +15,20 @@
 //! Another user's chat of the same id is another conversation. Closing a response does not stop
 //! the run (resume exists): Stop is `POST /api/runs/{run_id}/cancel`.
 
-use std::{collections::HashSet, convert::Infallible, sync::Arc};
+use std::{
+    collections::{HashSet, VecDeque},
+    sync::Arc,
+};
 
 use axum::{
     extract::{Path, State},
-    http::{header, HeaderName, HeaderValue, StatusCode},
-    response::{
-        sse::{Event as SseEvent, KeepAlive, Sse},
-        IntoResponse, Response,
-    },
+    http::{HeaderName, HeaderValue, StatusCode},
+    response::{IntoResponse, Response},
     routing::{get, post},
     Router,
 };
-use futures::{stream, Stream, StreamExt};
+use bytes::Bytes;
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -35,7 +36,8 @@ use sha2::{Digest, Sha256};
 use super::{
     extract::ApiJson,
     source::{self, Source},
-    sse, AppState, CurrentUser,
+    sse_frames::{self, Frames, Mapping, Reader},
+    AppState, CurrentUser,
 };
 use crate::{
     error::{Error, Result},
@@ -329,41 +331,33 @@ fn parse(json: &str) -> Option<Event> {
 /// The run's message as a UI message stream: whole, or continued after a paused response
 /// (`after`: the mapping as that response left it, and the seq it had read).
 fn response(source: Source, after: Option<(UiMessageStream, u64)>) -> Response {
-    let sse = Sse::new(frames(source, after))
-        .keep_alive(KeepAlive::new().interval(sse::HEARTBEAT).text("heartbeat"));
-    let mut response = sse.into_response();
-    let headers = response.headers_mut();
-    headers.insert(
-        header::CACHE_CONTROL,
-        HeaderValue::from_static("private, no-store"),
-    );
-    headers.insert(
-        HeaderName::from_static("x-accel-buffering"),
-        HeaderValue::from_static("no"),
-    );
-    headers.insert(
+    let mut response = sse_frames::response(frames(source, after));
+    response.headers_mut().insert(
         HeaderName::from_static(STREAM_HEADER.0),
         HeaderValue::from_static(STREAM_HEADER.1),
     );
     response
 }
 
-/// One response's reading of the run: the mapping, and whether the stream is done.
+/// The UI message stream's mapping of one response: whether it is done (the run ended, or the
+/// response paused for answers to approval requests; `[DONE]` is then the last frame).
 struct Follow {
     source: Source,
     mapper: UiMessageStream,
     done: bool,
 }
 
-impl Follow {
-    /// The chunks of one event; when the run then waits only for answers to approval requests,
-    /// the response pauses (ends).
-    fn chunks(&mut self, json: &str) -> Vec<String> {
-        if let Some(frame) = self.mapper.push_delta(json) {
-            return vec![frame];
-        }
+impl Mapping for Follow {
+    fn delta(&mut self, json: &str, frames: &mut Frames) -> Option<Bytes> {
+        let mapper = &mut self.mapper;
+        frames.write(None, json.len(), |out| mapper.push_delta(json, out))
+    }
+
+    /// The frames of any other event; when the run then waits only for answers to approval
+    /// requests, the response pauses (ends).
+    fn event(&mut self, json: &str, frames: &mut Frames, out: &mut VecDeque<Bytes>) {
         let Some(event) = parse(json) else {
-            return Vec::new();
+            return;
         };
         let mut chunks = self.mapper.push(&event);
         let source = &self.source;
@@ -377,24 +371,31 @@ impl Follow {
             self.done = true;
         }
         self.done |= self.mapper.is_ended();
-        let mut frames: Vec<String> = chunks.iter().map(Value::to_string).collect();
-        if self.done {
-            frames.push(DONE.to_owned());
+        for chunk in chunks {
+            out.extend(frames.write(None, 256, |out| serde_json::to_writer(out, &chunk).is_ok()));
         }
-        frames
+        if self.done {
+            out.push_back(frames.data(None, DONE));
+        }
+    }
+
+    fn ended(&mut self) -> bool {
+        self.done
+    }
+
+    fn log_ended(&mut self, frames: &mut Frames, out: &mut VecDeque<Bytes>) {
+        self.done = true;
+        out.push_back(frames.data(None, DONE));
     }
 }
 
-fn frames(
-    source: Source,
-    after: Option<(UiMessageStream, u64)>,
-) -> impl Stream<Item = Result<SseEvent, Infallible>> {
-    let (mapper, after, first) = match after {
+fn frames(source: Source, after: Option<(UiMessageStream, u64)>) -> impl Stream<Item = Bytes> {
+    let (mapper, after, restart) = match after {
         Some((mapper, after)) => {
-            let start = vec![mapper.restart().to_string()];
-            (mapper, after, start)
+            let restart = mapper.restart();
+            (mapper, after, Some(restart))
         }
-        None => (UiMessageStream::new(), 0, Vec::new()),
+        None => (UiMessageStream::new(), 0, None),
     };
     let events = source.events(after);
     let follow = Follow {
@@ -402,21 +403,11 @@ fn frames(
         mapper,
         done: false,
     };
-    let rest = stream::unfold((follow, events), |(mut follow, mut events)| async move {
-        if follow.done {
-            return None;
-        }
-        let frames = match events.next().await {
-            Some((_, json)) => follow.chunks(&json),
-            None => {
-                follow.done = true;
-                vec![DONE.to_owned()]
-            }
-        };
-        Some((frames, (follow, events)))
-    });
-    stream::iter([first])
-        .chain(rest)
-        .flat_map(stream::iter)
-        .map(|data| Ok(SseEvent::default().data(data)))
+    let mut reader = Reader::new(events, follow);
+    if let Some(restart) = restart {
+        reader.queue(|_, frames, out| {
+            out.extend(frames.write(None, 64, |out| serde_json::to_writer(out, &restart).is_ok()));
+        });
+    }
+    reader.into_stream()
 }

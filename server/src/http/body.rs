@@ -1,5 +1,12 @@
-//! Request bodies: an announced length over the limit is refused before a byte of it is read, and
-//! a body must arrive whole within a deadline from its head (`--body-read-timeout-secs`).
+//! Request bodies: an announced length over the limit is refused, and a body must arrive whole
+//! within a deadline from its head (`--body-read-timeout-secs`).
+//!
+//! A refusal must reach the client. Most clients (reqwest, curl without `Expect: 100-continue`,
+//! fetch) write the whole body before they read, and a server that answers and closes while
+//! bytes are still coming resets the connection under them: a broken pipe, no 413 at all. So a
+//! body announced over the limit but at most [`DRAIN_LIMIT`] is read to its end and thrown away,
+//! within the same deadline, before the 413; past that, or when the client waits for
+//! `100 Continue`, the 413 goes at once and the connection is closed.
 //!
 //! The connection loop (`http::serve`) bounds how long a request's head may take; nothing bounded
 //! its body, so a head announcing 100,000 bytes followed by a byte every 20 s held a connection
@@ -28,10 +35,14 @@ use axum::{
     middleware::Next,
     response::{IntoResponse, Response},
 };
+use futures::StreamExt;
 use http_body::{Frame, SizeHint};
 
 use super::MAX_BODY_BYTES;
 use crate::error::Error;
+
+/// The largest refused body that is still read (and discarded) so its client gets the 413.
+pub const DRAIN_LIMIT: u64 = 8 * MAX_BODY_BYTES as u64;
 
 /// The middleware; its state is the deadline.
 pub async fn limit_body(
@@ -44,8 +55,14 @@ pub async fn limit_body(
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.trim().parse::<u64>().ok());
-    if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
-        return close(Error::PayloadTooLarge(MAX_BODY_BYTES).into_response());
+    if let Some(length) = announced.filter(|length| *length > MAX_BODY_BYTES as u64) {
+        let waits_for_continue = headers
+            .get(header::EXPECT)
+            .is_some_and(|value| value.as_bytes().eq_ignore_ascii_case(b"100-continue"));
+        if waits_for_continue || length > DRAIN_LIMIT {
+            return close(Error::PayloadTooLarge(MAX_BODY_BYTES).into_response());
+        }
+        return refuse_after_reading(request.into_body(), deadline).await;
     }
     let has_body = announced.is_some_and(|length| length > 0)
         || headers.contains_key(header::TRANSFER_ENCODING);
@@ -65,6 +82,24 @@ pub async fn limit_body(
         return close(Error::BodyTimeout.into_response());
     }
     response
+}
+
+/// Reads a refused body to its end within `deadline` and answers 413; the connection is kept
+/// when the body was read whole, closed when it was not.
+async fn refuse_after_reading(body: Body, deadline: Duration) -> Response {
+    let refusal = Error::PayloadTooLarge(MAX_BODY_BYTES).into_response();
+    let mut body = body.into_data_stream();
+    let read = tokio::time::timeout(deadline, async {
+        while let Some(chunk) = body.next().await {
+            chunk?;
+        }
+        Ok::<_, axum::Error>(())
+    })
+    .await;
+    match read {
+        Ok(Ok(())) => refusal,
+        _ => close(refusal),
+    }
 }
 
 /// The rest of this connection's bytes are not read: it must not be reused.

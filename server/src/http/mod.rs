@@ -21,6 +21,7 @@ mod session;
 mod shares;
 mod source;
 mod sse;
+pub mod sse_frames;
 mod static_files;
 
 use std::sync::Arc;

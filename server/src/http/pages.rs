@@ -2,7 +2,7 @@
 //! [`PageSource`], which calls [`crate::reads`] as the REST handlers do; [`PageReply`] is the one
 //! place a read's [`Error`] becomes what a page shows.
 
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 
 use app::api::ssr::{BoxFuture, ConversationSource, SharedSource};
 use app::compare::{Comparison, TraceChoice};
@@ -11,7 +11,7 @@ use app::models::{
 };
 use axum::Router;
 use leptos::prelude::*;
-use leptos_axum::{generate_route_list, LeptosRoutes, ResponseOptions};
+use leptos_axum::{generate_route_list, AxumRouteListing, LeptosRoutes, ResponseOptions};
 
 use super::{guard, AppState, CurrentUser};
 use crate::{
@@ -22,10 +22,16 @@ use crate::{
     store::Store,
 };
 
+/// The app's routes, generated once per process. Generating them renders the app with
+/// leptos_server's `SuppressResourceLoad` set, a process-wide flag: a resource that first polls
+/// while it is set never loads (leptos issue #4773), so a page another server of the process
+/// (a test's, an embedding's) was rendering at that moment hung for good.
+static ROUTES: LazyLock<Vec<AxumRouteListing>> = LazyLock::new(|| generate_route_list(app::App));
+
 /// The pages, their server functions (under `/api/fn/`) and the fallback (a static file of the
 /// site, else the not-found page).
 pub(super) fn router(state: &AppState) -> Router<AppState> {
-    let routes = generate_route_list(app::App);
+    let routes = ROUTES.clone();
     let (store, engine) = (state.store.clone(), state.engine.clone());
     // Pages and server functions read as the request's user, like the REST routes.
     let context = move || {

@@ -1,26 +1,19 @@
 //! Event streams: a run's log from a seq onwards, live or from the stored trace.
 
-use std::{collections::VecDeque, convert::Infallible, sync::Arc, time::Duration};
+use std::{collections::VecDeque, sync::Arc, time::Duration};
 
-use axum::{
-    http::header,
-    response::{
-        sse::{Event as SseEvent, KeepAlive, Sse},
-        IntoResponse, Response,
-    },
-};
+use axum::response::Response;
 use futures::{stream, Stream, StreamExt};
 
 use tokio::sync::watch;
 
+use super::sse_frames::{self, Frames};
 use crate::{
     bus::{Bus, Progress},
     runs::Run,
     store::PgStore,
 };
 
-/// Heartbeat comments keep proxies and browsers from timing the stream out.
-pub const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Events read from the log per lock.
 const BATCH: usize = 256;
 
@@ -37,7 +30,7 @@ pub fn live(run: Arc<Run>, after: u64) -> impl Stream<Item = (u64, Arc<str>)> + 
                 }
                 let state = *published.borrow_and_update();
                 if state.last_seq > cursor {
-                    pending.extend(run.events_between(cursor, state.last_seq, BATCH));
+                    run.extend_with_events(&mut pending, cursor, state.last_seq, BATCH);
                     continue;
                 }
                 if state.finished || published.changed().await.is_err() {
@@ -141,18 +134,10 @@ impl RemoteReader {
 /// How often a reader of another instance's run reads the database without being told to.
 const REMOTE_POLL: Duration = Duration::from_secs(1);
 
-/// The SSE response: `id: <seq>` and `data: <json>` per event, uncompressed, never cached.
+/// The SSE response: `id: <seq>` and `data: <json>` per event, uncompressed, never cached; the
+/// bytes axum's `Sse` would send, written into the reader's one buffer ([`Frames`]) instead of
+/// two allocations per event (the id's string and the event's buffer).
 pub fn response(events: impl Stream<Item = (u64, Arc<str>)> + Send + 'static) -> Response {
-    let frames = events.map(|(seq, json)| {
-        Ok::<_, Infallible>(SseEvent::default().id(seq.to_string()).data(json.as_ref()))
-    });
-    let sse = Sse::new(frames).keep_alive(KeepAlive::new().interval(HEARTBEAT).text("heartbeat"));
-    (
-        [
-            (header::CACHE_CONTROL, "private, no-store"),
-            (header::HeaderName::from_static("x-accel-buffering"), "no"),
-        ],
-        sse,
-    )
-        .into_response()
+    let mut frames = Frames::new();
+    sse_frames::response(events.map(move |(seq, json)| frames.event(seq, &json)))
 }

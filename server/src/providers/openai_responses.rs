@@ -277,6 +277,28 @@ impl WireFormat for OpenAiResponses {
         sink: &mut dyn TurnSink,
     ) -> Result<bool, ProviderError> {
         match event {
+            Event::Completed { response } => {
+                completed(turn, response);
+                Ok(true)
+            }
+            Event::Failed { response } => Err(WireError::into_error(response.error)),
+            Event::Error {
+                error,
+                message,
+                code,
+            } => Err(stream_error(error, message, code)),
+            output => {
+                items.output(output, turn, sink);
+                Ok(false)
+            }
+        }
+    }
+}
+
+impl Items {
+    /// An event of the turn's output (text, reasoning, a call and its arguments) into the turn.
+    fn output(&mut self, event: Event, turn: &mut TurnBuilder, sink: &mut dyn TurnSink) {
+        match event {
             Event::ReasoningDelta {
                 summary_index,
                 delta,
@@ -302,7 +324,7 @@ impl WireFormat for OpenAiResponses {
                     },
             } => {
                 let position = output_index.unwrap_or(turn.call_count());
-                items.0.insert(id, position);
+                self.0.insert(id, position);
                 *turn.call(position) = super::provider::PendingCall {
                     id: call_id,
                     name,
@@ -314,7 +336,7 @@ impl WireFormat for OpenAiResponses {
                 output_index,
                 delta,
             } => {
-                if let Some(call) = items.call(item_id, output_index, turn) {
+                if let Some(call) = self.call(item_id, output_index, turn) {
                     call.arguments.push_str(&delta);
                 }
             }
@@ -323,27 +345,16 @@ impl WireFormat for OpenAiResponses {
                 output_index,
                 arguments,
             } => {
-                if let Some(call) = items.call(item_id, output_index, turn) {
+                if let Some(call) = self.call(item_id, output_index, turn) {
                     call.arguments = arguments;
                 }
             }
-            Event::Completed { response } => {
-                completed(turn, response);
-                return Ok(true);
-            }
-            Event::Failed { response } => return Err(WireError::into_error(response.error)),
-            Event::Error {
-                error,
-                message,
-                code,
-            } => return Err(stream_error(error, message, code)),
+            // The turn's end is `apply`'s.
+            Event::Completed { .. } | Event::Failed { .. } | Event::Error { .. } => {}
             Event::ItemAdded { .. } | Event::Other => {}
         }
-        Ok(false)
     }
-}
 
-impl Items {
     /// The call an arguments event belongs to: by `item_id`, else by `output_index`.
     fn call<'a>(
         &self,

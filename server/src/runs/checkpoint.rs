@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use crate::store::{search::finished_step_docs, CheckpointChunk, Store};
+use crate::store::{CheckpointChunk, Store};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
@@ -167,9 +167,14 @@ impl Checkpointer {
     }
 
     /// Each tracked run's events since its last checkpoint (with its steps finished since, for
-    /// search), and what storing them moves forward.
+    /// search), and what storing them moves forward, in the order the runs started. That is the
+    /// order of their traces' keys in SQLite's index of chunks (`agent_traces.chunk_key`, given
+    /// in insertion order), so each transaction of a checkpoint adds its index entries to the
+    /// pages of its own range of traces: with the runs in the map's order, each of the ten
+    /// transactions of a checkpoint of a thousand runs rewrote most of the index's pages.
     fn gather(&self) -> (Vec<Saved>, Vec<CheckpointChunk>) {
-        self.tracked()
+        let mut gathered: Vec<_> = self
+            .tracked()
             .iter()
             .filter_map(|(run_id, tracked)| {
                 let up_to = tracked.run.published().last_seq;
@@ -184,15 +189,22 @@ impl Checkpointer {
                     steps_seen: None,
                     indexed: Vec::new(),
                 };
-                // Only when a step has finished since: the message is cloned then, not per event.
-                if let Some((steps, message)) = tracked.run.finished_steps_since(tracked.steps_seen)
+                // Only when a step has finished since, and only the new steps' pieces.
+                if let Some((steps, docs)) = tracked
+                    .run
+                    .finished_step_docs(tracked.steps_seen, &tracked.indexed)
                 {
-                    chunk.docs = finished_step_docs(&message, &tracked.indexed);
+                    chunk.docs = docs;
                     saved.steps_seen = Some(steps);
                     saved.indexed = chunk.docs.iter().filter_map(|d| d.step.clone()).collect();
                 }
-                Some((saved, chunk))
+                Some((tracked.run.started_at, saved, chunk))
             })
+            .collect();
+        gathered.sort_unstable_by_key(|(started_at, _, _)| *started_at);
+        gathered
+            .into_iter()
+            .map(|(_, saved, chunk)| (saved, chunk))
             .unzip()
     }
 }

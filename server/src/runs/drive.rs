@@ -3,6 +3,9 @@
 
 use std::{sync::Arc, time::Duration};
 
+use futures::future::{AbortHandle, Abortable};
+use tokio_util::task::AbortOnDropHandle;
+
 use app::{
     models::Trace,
     protocol::{CancelledBy, ErrorCode, Message},
@@ -87,18 +90,25 @@ impl Engine {
 
     /// Runs the agent until it finishes, the run is cancelled or its time is up. The agent's
     /// future is dropped on return: its model request and tool calls with it.
-    async fn run_agent(&self, run: &Run, agent: &dyn Agent, context: &RunContext) -> RunEnding {
-        let outcome = tokio::select! {
-            // Cancellation first: when Stop lands as the agent finishes, Stop wins.
-            biased;
-            _ = run.cancellation().cancelled() => None,
-            _ = out_of_time(run, self.run_timeout) => {
-                let limit = self.run_timeout.as_secs();
-                run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {limit} s."));
-                None
-            }
-            outcome = agent.run(context) => Some(outcome),
-        };
+    ///
+    /// The agent's future is woken at every event it emits; the cancellation and the time limit
+    /// are watched by a task of their own ([`watch`]), which aborts it, so that no wake of the
+    /// agent polls them (the token's check takes a mutex: docs/benchmarks.md).
+    async fn run_agent(
+        &self,
+        run: &Arc<Run>,
+        agent: &dyn Agent,
+        context: &RunContext,
+    ) -> RunEnding {
+        let (abort, registration) = AbortHandle::new_pair();
+        // Aborted when dropped, however this returns (an agent that panics included), so it
+        // never holds the run after its agent.
+        let watcher =
+            AbortOnDropHandle::new(tokio::spawn(watch(run.clone(), self.run_timeout, abort)));
+        // An abort is seen before the agent is polled: when Stop lands as the agent finishes,
+        // Stop wins.
+        let outcome = Abortable::new(agent.run(context), registration).await.ok();
+        drop(watcher);
         // A tool that saw the cancellation can let the agent finish in the same instant; a run
         // asked to stop still ends as stopped.
         if run.cancellation().is_cancelled() {
@@ -176,6 +186,19 @@ impl Engine {
             }
         }
     }
+}
+
+/// Aborts the run's agent once the run is cancelled or has used up `limit`.
+async fn watch(run: Arc<Run>, limit: Duration, agent: AbortHandle) {
+    tokio::select! {
+        biased;
+        _ = run.cancellation().cancelled() => {}
+        _ = out_of_time(&run, limit) => {
+            let limit = limit.as_secs();
+            run.request_cancel(CancelledBy::Timeout, format!("The run took longer than {limit} s."));
+        }
+    }
+    agent.abort();
 }
 
 /// Resolves once the run has used `limit`, not counting the time it waited for a person to

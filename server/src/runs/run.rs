@@ -108,7 +108,14 @@ struct Log {
     /// Reasoning parts completed and tool results so far: the checkpointer indexes the finished
     /// steps for search when this moves.
     steps_done: u64,
+    /// Where each event is serialized before its JSON is copied into the log at its exact size:
+    /// no buffer of its own per event, and none grown on the way (see [`SCRATCH_KEPT`]).
+    scratch: Vec<u8>,
 }
+
+/// The serialization buffer is kept up to this size; a larger event's (a terminal event carries
+/// the whole message) is given back after it.
+const SCRATCH_KEPT: usize = 4 * 1024;
 
 impl Run {
     pub fn new(
@@ -271,19 +278,19 @@ impl Run {
             ts: crate::stamps::now_rfc3339(),
             kind,
         };
-        let mut json = serde_json::to_string(&event).ok()?;
-        if json.len() > MAX_EVENT_BYTES && !event.kind.is_terminal() {
-            shrink_to_cap(&mut event.kind, json.len());
-            json = serde_json::to_string(&event).ok()?;
+        let mut len = serialize(&mut log.scratch, &event)?;
+        if len > MAX_EVENT_BYTES && !event.kind.is_terminal() {
+            shrink_to_cap(&mut event.kind, len);
+            len = serialize(&mut log.scratch, &event)?;
         }
         if event.kind.is_terminal() {
             // It carries the whole message: cut to what is left under both caps.
             if super::terminal::fit(&mut event, self.room_left(log)) {
-                json = serde_json::to_string(&event).ok()?;
+                len = serialize(&mut log.scratch, &event)?;
             }
-            self.budget.charge(json.len());
-            log.charged += json.len();
-        } else if let Err(overflow) = self.charge(log, json.len(), &event.kind) {
+            self.budget.charge(len);
+            log.charged += len;
+        } else if let Err(overflow) = self.charge(log, len, &event.kind) {
             if log.overflowed.is_none() {
                 log.overflowed = Some(overflow);
                 self.cancel.cancel();
@@ -297,8 +304,13 @@ impl Run {
         ) {
             log.steps_done += 1;
         }
-        log.bytes += json.len();
-        log.events.push(Arc::from(json));
+        log.bytes += len;
+        // serde_json writes UTF-8: borrowed as it is, never replaced.
+        let json: Arc<str> = Arc::from(String::from_utf8_lossy(&log.scratch).as_ref());
+        if log.scratch.capacity() > SCRATCH_KEPT {
+            log.scratch = Vec::new();
+        }
+        log.events.push(json);
         Some(seq)
     }
 
@@ -442,15 +454,29 @@ impl Run {
 
     /// Published events with `after < seq <= up_to`, at most `limit` of them.
     pub fn events_between(&self, after: u64, up_to: u64, limit: usize) -> Vec<(u64, Arc<str>)> {
+        let mut events = Vec::new();
+        self.extend_with_events(&mut events, after, up_to, limit);
+        events
+    }
+
+    /// [`Run::events_between`] added to `out` (a reader's queue: no list of its own per read).
+    pub fn extend_with_events(
+        &self,
+        out: &mut impl Extend<(u64, Arc<str>)>,
+        after: u64,
+        up_to: u64,
+        limit: usize,
+    ) {
         let log = self.log();
         let end = (up_to as usize).min(log.events.len());
         let start = (after as usize).min(end);
-        log.events[start..end]
-            .iter()
-            .take(limit)
-            .enumerate()
-            .map(|(offset, json)| ((start + offset + 1) as u64, json.clone()))
-            .collect()
+        out.extend(
+            log.events[start..end]
+                .iter()
+                .take(limit)
+                .enumerate()
+                .map(|(offset, json)| ((start + offset + 1) as u64, json.clone())),
+        );
     }
 
     /// All events so far (published or not), for the final write.
@@ -509,14 +535,22 @@ impl Run {
         self.log().reducer.message().cloned()
     }
 
-    /// How many steps (reasoning parts, tool calls) have finished so far, and the message when
-    /// that is more than `seen`: what the checkpointer indexes for search while the run goes.
-    pub fn finished_steps_since(&self, seen: u64) -> Option<(u64, Message)> {
+    /// How many steps (reasoning parts, tool calls) have finished so far, and the search pieces
+    /// of those not in `indexed`, when that is more than `seen`: what the checkpointer indexes
+    /// while the run goes. Built from the message where it stands, under the log's lock: only
+    /// the new steps' text is copied, not the whole message.
+    pub fn finished_step_docs(
+        &self,
+        seen: u64,
+        indexed: &std::collections::HashSet<String>,
+    ) -> Option<(u64, Vec<crate::store::search::SearchDoc>)> {
         let log = self.log();
         if log.steps_done <= seen {
             return None;
         }
-        Some((log.steps_done, log.reducer.message()?.clone()))
+        let message = log.reducer.message()?;
+        let docs = crate::store::search::finished_step_docs(message, indexed);
+        Some((log.steps_done, docs))
     }
 }
 
@@ -545,6 +579,13 @@ fn held_bytes(kind: &EventKind, json: usize) -> usize {
         } => output.len(),
         _ => 0,
     }
+}
+
+/// Serializes `event` into `scratch` (cleared first): its length.
+fn serialize(scratch: &mut Vec<u8>, event: &Event) -> Option<usize> {
+    scratch.clear();
+    serde_json::to_writer(&mut *scratch, event).ok()?;
+    Some(scratch.len())
 }
 
 /// Brings an over-size event under [`MAX_EVENT_BYTES`] by replacing its bulkiest payload.

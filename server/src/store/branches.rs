@@ -37,13 +37,49 @@ pub struct Placement {
 impl Placement {
     /// The first question of a new conversation.
     pub fn first() -> Self {
+        Placement::after(Vec::new())
+    }
+
+    /// A new question after the whole active path `history`.
+    pub fn after(history: Vec<Message>) -> Self {
         Placement {
-            history: Vec::new(),
-            position: 0,
-            parent_id: None,
+            position: history.len() as i64,
+            parent_id: history.last().map(|message| message.id.clone()),
+            history,
             question: None,
             deactivate_from: None,
         }
+    }
+
+    /// A regenerate of the answer `target`: its stored `question` asked again after `history`
+    /// (the active path before the question), the old answer and what follows it deactivated.
+    pub fn regenerate(target: &Target, history: Vec<Message>, question: Message) -> Self {
+        Placement {
+            history,
+            position: target.position - 1,
+            parent_id: None,
+            question: Some(question),
+            deactivate_from: Some(target.position),
+        }
+    }
+
+    /// An edit of the question `target`: a new question in its place after `history` (the active
+    /// path before it), the old one and what follows it deactivated.
+    pub fn edit(target: Target, history: Vec<Message>) -> Self {
+        Placement {
+            history,
+            position: target.position,
+            parent_id: target.parent_id,
+            question: None,
+            deactivate_from: Some(target.position),
+        }
+    }
+}
+
+impl Target {
+    /// The question a regenerated answer follows: its parent (`NotFound` when it has none).
+    pub fn question_id(&self) -> Result<&str> {
+        self.parent_id.as_deref().ok_or(Error::NotFound("message"))
     }
 }
 

@@ -41,9 +41,17 @@ pub fn clean_comment(comment: Option<String>) -> Result<String> {
     Ok(comment)
 }
 
+/// The message `change` targets, from its stored `body`, once [`check_target`] lets it take the
+/// change.
+pub fn target_message(body: String, change: &FeedbackChange) -> Result<Message> {
+    let message = super::decode_message(body)?;
+    check_target(&message, change.step_id.as_deref())?;
+    Ok(message)
+}
+
 /// Whether `message` (its owner's, as read) may take feedback on `step_id`: an assistant message
 /// whose run has ended (409 `run_in_progress` while it streams), and a step it has (404).
-pub fn check_target(message: &Message, step_id: Option<&str>) -> Result<()> {
+fn check_target(message: &Message, step_id: Option<&str>) -> Result<()> {
     if message.role != Role::Assistant {
         return Err(Error::InvalidField(
             "feedback is given on an answer, not on a question".into(),
@@ -84,36 +92,16 @@ pub fn feedback_doc(change: &FeedbackChange, model: &str) -> SearchDoc {
     }
 }
 
-/// A stored row, the same from either database.
+/// A stored row, the same from either database (rusqlite, which has no `FromRow`, fills the
+/// fields itself).
 #[derive(sqlx::FromRow)]
 pub(super) struct FeedbackRow {
-    message_id: String,
-    step_id: String,
-    rating: Option<String>,
-    comment: String,
-    created_at: String,
-    updated_at: String,
-}
-
-impl FeedbackRow {
-    /// A row from its columns in [`FeedbackRow`]'s order (for rusqlite, which has no `FromRow`).
-    pub(super) fn new(
-        message_id: String,
-        step_id: String,
-        rating: Option<String>,
-        comment: String,
-        created_at: String,
-        updated_at: String,
-    ) -> Self {
-        FeedbackRow {
-            message_id,
-            step_id,
-            rating,
-            comment,
-            created_at,
-            updated_at,
-        }
-    }
+    pub(super) message_id: String,
+    pub(super) step_id: String,
+    pub(super) rating: Option<String>,
+    pub(super) comment: String,
+    pub(super) created_at: String,
+    pub(super) updated_at: String,
 }
 
 impl From<FeedbackRow> for Feedback {

@@ -61,6 +61,22 @@ pub struct NewRun {
     pub rerun: Option<Rerun>,
 }
 
+impl NewRun {
+    /// The id and model of the conversation this run starts (when it names none): the id asked
+    /// for or a new UUID, the model asked for or the default.
+    pub fn new_conversation(&self) -> (String, String) {
+        let id = self
+            .new_conversation_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let model = self
+            .model
+            .clone()
+            .unwrap_or_else(|| self.default_model.clone());
+        (id, model)
+    }
+}
+
 /// A run that replaces a message of the active path instead of adding a question at its end.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rerun {

@@ -295,20 +295,22 @@ pub fn finished_step_docs(
     message
         .segments
         .iter()
+        // Which steps are new is read from their ids before any piece is built: a run's
+        // checkpoints see every step it has finished, and building the pieces of those already
+        // indexed again (their text copied, their arguments written) grew with the run.
         .filter(|segment| match segment {
-            Segment::Reasoning(reasoning) => reasoning.completed_at.is_some(),
-            Segment::ToolCall(call) => !matches!(
-                call.status,
-                ToolCallStatus::Running | ToolCallStatus::AwaitingApproval
-            ),
+            Segment::Reasoning(reasoning) => {
+                reasoning.completed_at.is_some() && !indexed.contains(&reasoning.id)
+            }
+            Segment::ToolCall(call) => {
+                !matches!(
+                    call.status,
+                    ToolCallStatus::Running | ToolCallStatus::AwaitingApproval
+                ) && !indexed.contains(&call.call_id)
+            }
             _ => false,
         })
         .filter_map(|segment| step_doc(message, segment))
-        .filter(|doc| {
-            doc.step
-                .as_ref()
-                .is_some_and(|step| !indexed.contains(step))
-        })
         .collect()
 }
 

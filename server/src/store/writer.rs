@@ -1,13 +1,17 @@
 //! The store's one writer. A dedicated thread owns the only write connection; every write (run
 //! starts, checkpoints, finishes) is a job queued to it. It takes whatever is queued, runs it in
 //! one `BEGIN IMMEDIATE` transaction (group commit), each job inside its own savepoint so one
-//! job's error undoes only that job, commits, and only then answers each caller. Nothing else
+//! job's error undoes only that job, commits, and only then answers each caller. The savepoints
+//! cost no round trip of their own: the statements between two jobs go as one batch
+//! (`RELEASE job; SAVEPOINT job`), as do `BEGIN; SAVEPOINT job` before the first. Nothing else
 //! writes, so no write ever waits on SQLite's lock, and no other work (async workers, the blocking
 //! pool) can starve it.
 //!
 //! The same writer serves both stores ([`Dialect`]): SQLite (`BEGIN IMMEDIATE` on the file) and
 //! PostgreSQL (`BEGIN` on one connection of the instance), where batching matters even more, as
-//! every commit is a round trip. A connection that breaks (PostgreSQL restarted, the network
+//! every commit is a round trip. A transaction that holds only run starts and checkpoints commits
+//! there without waiting for the WAL flush (`Dialect::COMMIT_RELAXED`), the promise SQLite's
+//! commits give; a run's end and every other write wait for it. A connection that breaks (PostgreSQL restarted, the network
 //! dropped) is opened again before the next transaction.
 //!
 //! On SQLite the writer's connection is rusqlite's, not sqlx's: sqlx runs each SQLite statement on
@@ -39,8 +43,12 @@ const MAX_JOBS_PER_TRANSACTION: usize = 1_000;
 /// how to run one statement.
 pub trait Dialect: Send + Sync + 'static {
     type Connection: Send + 'static;
-    /// Takes the write lock at once (SQLite) or just begins (PostgreSQL: rows lock as written).
-    const BEGIN: &'static str;
+    /// Takes the write lock at once (SQLite) or just begins (PostgreSQL: rows lock as written),
+    /// and opens the first job's savepoint.
+    const BEGIN_WITH_SAVEPOINT: &'static str;
+    /// Commits a transaction that holds only relaxed jobs ([`Writer::write_relaxed`]), without
+    /// waiting for the journal to reach the disk where the database would otherwise wait.
+    const COMMIT_RELAXED: &'static str;
     fn execute<'c>(
         connection: &'c mut Self::Connection,
         sql: &'static str,
@@ -53,7 +61,10 @@ pub struct Postgres;
 
 impl Dialect for Sqlite {
     type Connection = rusqlite::Connection;
-    const BEGIN: &'static str = "BEGIN IMMEDIATE";
+    const BEGIN_WITH_SAVEPOINT: &'static str = "BEGIN IMMEDIATE; SAVEPOINT job";
+    /// Every commit is already unsynced (WAL with `synchronous = NORMAL`): a crash of the process
+    /// loses nothing, one of the machine can lose the last commits.
+    const COMMIT_RELAXED: &'static str = "COMMIT";
     /// Runs at once, on the calling (writer's) thread: the future is ready when returned.
     fn execute<'c>(
         connection: &'c mut rusqlite::Connection,
@@ -70,7 +81,13 @@ impl Dialect for Sqlite {
 
 impl Dialect for Postgres {
     type Connection = PgConnection;
-    const BEGIN: &'static str = "BEGIN";
+    const BEGIN_WITH_SAVEPOINT: &'static str = "BEGIN; SAVEPOINT job";
+    /// SQLite's promise for starts and checkpoints: the commit does not wait for the WAL flush,
+    /// so a crash of PostgreSQL or its machine (not of Glassbox) can lose those of its last
+    /// moments (3 x `wal_writer_delay`, 600 ms by default). Any later synchronous commit (a run's
+    /// end, any other write) flushes them with its own. Readers see the rows at once all the
+    /// same. The flush was most of a start's time (docs/benchmarks.md, "PostgreSQL start path").
+    const COMMIT_RELAXED: &'static str = "SET LOCAL synchronous_commit = off; COMMIT";
     fn execute<'c>(
         connection: &'c mut PgConnection,
         sql: &'static str,
@@ -94,7 +111,14 @@ pub type Connect<D> = Arc<
 type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
 /// A job's work on the connection, inside the writer's transaction: its answer, and its error
 /// when the work failed.
-type Job<C> = Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, (Answer, Option<String>)> + Send>;
+type Work<C> = Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, (Answer, Option<String>)> + Send>;
+
+/// A queued job: its work, and whether it may commit without the flush
+/// ([`Dialect::COMMIT_RELAXED`]).
+struct Job<C> {
+    work: Work<C>,
+    relaxed: bool,
+}
 
 enum Message<C> {
     Job(Job<C>),
@@ -169,8 +193,27 @@ impl<D: Dialect> Writer<D> {
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
     {
+        self.queue_job(work, false).await
+    }
+
+    /// [`Writer::write`] for what a crash of the database's machine may lose, as it may lose the
+    /// last checkpoint interval's events anyway: a run's start and its checkpoints. A transaction
+    /// that holds only such jobs commits with [`Dialect::COMMIT_RELAXED`].
+    pub async fn write_relaxed<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+    {
+        self.queue_job(work, true).await
+    }
+
+    async fn queue_job<T, F>(&self, work: F, relaxed: bool) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+    {
         let (answer_tx, answer) = oneshot::channel::<Result<T>>();
-        let job: Job<D::Connection> = Box::new(move |connection| {
+        let work: Work<D::Connection> = Box::new(move |connection| {
             Box::pin(async move {
                 let result = in_savepoint::<D, T, F>(connection, work).await;
                 let failed = result.as_ref().err().map(ToString::to_string);
@@ -185,7 +228,7 @@ impl<D: Dialect> Writer<D> {
             })
         });
         self.queue
-            .send(Message::Job(job))
+            .send(Message::Job(Job { work, relaxed }))
             .map_err(|_| Error::Unavailable("the database writer has stopped".into()))?;
         answer.await.map_err(|_| {
             Error::Unavailable(
@@ -212,24 +255,19 @@ impl<D: Dialect> Writer<D> {
     }
 }
 
+/// Runs `work` in the savepoint `job`, which the writer has opened: on an error the savepoint is
+/// rolled back and released; on success it stays open for the writer to release.
 async fn in_savepoint<D: Dialect, T, F>(connection: &mut D::Connection, work: F) -> Result<T>
 where
     F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>>,
 {
-    D::execute(connection, "SAVEPOINT job").await?;
-    match work(&mut *connection).await {
-        Ok(value) => {
-            D::execute(connection, "RELEASE job").await?;
-            Ok(value)
-        }
-        Err(error) => {
-            // When SQLite has rolled the whole transaction back itself (a full disk, an I/O
-            // error), these fail too, and so does the commit: every job of the batch hears it.
-            let _ = D::execute(connection, "ROLLBACK TO job").await;
-            let _ = D::execute(connection, "RELEASE job").await;
-            Err(error)
-        }
+    let result = work(&mut *connection).await;
+    if result.is_err() {
+        // When SQLite has rolled the whole transaction back itself (a full disk, an I/O error),
+        // this fails too, and so does the commit: every job of the batch hears it.
+        let _ = D::execute(connection, "ROLLBACK TO job; RELEASE job").await;
     }
+    result
 }
 
 async fn run<D: Dialect>(
@@ -295,7 +333,9 @@ async fn commit_batch<D: Dialect>(
     connection: &mut D::Connection,
     batch: &mut VecDeque<Job<D::Connection>>,
 ) -> std::result::Result<(), Failed> {
-    if let Err(error) = D::execute(connection, D::BEGIN).await {
+    if let Err(error) = D::execute(connection, D::BEGIN_WITH_SAVEPOINT).await {
+        // A BEGIN that went through before the savepoint failed is undone here.
+        let _ = D::execute(connection, "ROLLBACK").await;
         return Err(Failed {
             error: error.to_string(),
             began: false,
@@ -303,15 +343,31 @@ async fn commit_batch<D: Dialect>(
     }
     let mut answers = Vec::with_capacity(batch.len());
     let mut job_error = None;
+    let mut only_relaxed = true;
     while let Some(job) = batch.pop_front() {
-        let (answer, failed) = job(&mut *connection).await;
+        only_relaxed &= job.relaxed;
+        let (answer, failed) = (job.work)(&mut *connection).await;
         answers.push(answer);
         if failed.is_some() {
             job_error = failed;
             break;
         }
+        if batch.is_empty() {
+            // COMMIT releases the last job's savepoint.
+            break;
+        }
+        if let Err(error) = D::execute(connection, "RELEASE job; SAVEPOINT job").await {
+            // The next job has not run: it stays queued, and the commit says what happened.
+            job_error = Some(error.to_string());
+            break;
+        }
     }
-    let error = match D::execute(connection, "COMMIT").await {
+    let commit = if only_relaxed {
+        D::COMMIT_RELAXED
+    } else {
+        "COMMIT"
+    };
+    let error = match D::execute(connection, commit).await {
         Ok(_) => None,
         Err(error) => {
             let _ = D::execute(connection, "ROLLBACK").await;
@@ -333,4 +389,158 @@ struct Failed {
     error: String,
     /// Whether the transaction had begun (its jobs ran and were answered).
     began: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A writer on a SQLite file of one table `t(v TEXT UNIQUE)`.
+    async fn writer(dir: &std::path::Path) -> Writer<Sqlite> {
+        let path = dir.join("writer.db");
+        let setup = rusqlite::Connection::open(&path).and_then(|connection| {
+            connection.execute_batch("CREATE TABLE t (v TEXT UNIQUE NOT NULL)")
+        });
+        assert!(setup.is_ok(), "{setup:?}");
+        let connect: Connect<Sqlite> = Arc::new(move || {
+            let opened = rusqlite::Connection::open(&path)
+                .map_err(|error| sqlx::Error::Configuration(error.into()));
+            Box::pin(std::future::ready(opened))
+        });
+        match Writer::start(connect).await {
+            Ok(writer) => writer,
+            Err(error) => panic!("writer: {error}"),
+        }
+    }
+
+    fn insert(
+        writer: &Writer<Sqlite>,
+        values: &'static [&'static str],
+    ) -> impl std::future::Future<Output = Result<()>> {
+        let writer = writer.clone();
+        async move {
+            writer
+                .write(move |connection| {
+                    let done = values.iter().try_for_each(|value| {
+                        connection
+                            .execute("INSERT INTO t (v) VALUES (?1)", [value])
+                            .map(drop)
+                            .map_err(Error::from)
+                    });
+                    Box::pin(std::future::ready(done))
+                })
+                .await
+        }
+    }
+
+    /// SQLite's writer with a relaxed commit that says so: it records `relaxed` in `commits`.
+    struct Recording;
+
+    impl Dialect for Recording {
+        type Connection = rusqlite::Connection;
+        const BEGIN_WITH_SAVEPOINT: &'static str = Sqlite::BEGIN_WITH_SAVEPOINT;
+        const COMMIT_RELAXED: &'static str = "INSERT INTO commits VALUES ('relaxed'); COMMIT";
+        fn execute<'c>(
+            connection: &'c mut rusqlite::Connection,
+            sql: &'static str,
+        ) -> BoxFuture<'c, Result<()>> {
+            Sqlite::execute(connection, sql)
+        }
+        fn close(connection: rusqlite::Connection) -> BoxFuture<'static, ()> {
+            Sqlite::close(connection)
+        }
+    }
+
+    /// Holds the writer for 200 ms with a write (not a relaxed one) that has begun when this returns,
+    /// so that what is queued next goes in one transaction after it.
+    async fn behind_a_held_write<D: Dialect>(
+        writer: &Writer<D>,
+    ) -> tokio::task::JoinHandle<Result<()>> {
+        let (began_tx, began) = oneshot::channel();
+        let held = writer.clone();
+        let task = tokio::spawn(async move {
+            held.write(move |_| {
+                let _ = began_tx.send(());
+                std::thread::sleep(Duration::from_millis(200));
+                Box::pin(std::future::ready(Ok(())))
+            })
+            .await
+        });
+        let _ = began.await;
+        task
+    }
+
+    /// Only a transaction of relaxed jobs alone commits relaxed: one with any other job in it
+    /// waits for the disk as every other commit does.
+    #[tokio::test]
+    async fn only_a_transaction_of_relaxed_jobs_commits_relaxed() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("commits.db");
+        let setup = rusqlite::Connection::open(&path)
+            .and_then(|connection| connection.execute_batch("CREATE TABLE commits (kind TEXT)"));
+        assert!(setup.is_ok(), "{setup:?}");
+        let connect: Connect<Recording> = Arc::new(move || {
+            let opened = rusqlite::Connection::open(&path)
+                .map_err(|error| sqlx::Error::Configuration(error.into()));
+            Box::pin(std::future::ready(opened))
+        });
+        let writer: Writer<Recording> = Writer::start(connect).await.expect("writer");
+        fn nothing(_: &mut rusqlite::Connection) -> BoxFuture<'_, Result<()>> {
+            Box::pin(std::future::ready(Ok(())))
+        }
+        // One alone; two queued together; one queued with another write.
+        assert!(writer.write_relaxed(nothing).await.is_ok());
+        let held = behind_a_held_write(&writer).await;
+        let (a, b) = tokio::join!(writer.write_relaxed(nothing), writer.write_relaxed(nothing));
+        assert!(a.is_ok() && b.is_ok() && matches!(held.await, Ok(Ok(()))));
+        let held = behind_a_held_write(&writer).await;
+        let (a, b) = tokio::join!(writer.write_relaxed(nothing), writer.write(nothing));
+        assert!(a.is_ok() && b.is_ok() && matches!(held.await, Ok(Ok(()))));
+        let count = writer
+            .write(|connection: &mut rusqlite::Connection| {
+                let count = connection
+                    .query_row("SELECT COUNT(*) FROM commits", [], |row| {
+                        row.get::<_, i64>(0)
+                    })
+                    .map_err(Error::from);
+                Box::pin(std::future::ready(count))
+            })
+            .await;
+        assert_eq!(count.ok(), Some(2));
+        writer.close().await;
+    }
+
+    /// Jobs queued together share a transaction; one that fails halfway leaves none of its rows
+    /// and takes none of the others' with it, before or after it in the queue.
+    #[tokio::test]
+    async fn a_failing_job_undoes_only_its_own_writes() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let writer = writer(dir.path()).await;
+        // Holds the writer while the three below queue up, so they go in one transaction.
+        let hold = writer.write(|_| {
+            std::thread::sleep(Duration::from_millis(200));
+            Box::pin(std::future::ready(Ok(())))
+        });
+        let (held, first, failing, last) = tokio::join!(
+            hold,
+            insert(&writer, &["a", "b"]),
+            // "c" goes in, then "a" again breaks the unique index.
+            insert(&writer, &["c", "a"]),
+            insert(&writer, &["d"]),
+        );
+        assert!(held.is_ok() && first.is_ok(), "{held:?} {first:?}");
+        assert!(failing.is_err(), "{failing:?}");
+        assert!(last.is_ok(), "{last:?}");
+        let more = insert(&writer, &["e"]).await;
+        assert!(more.is_ok(), "{more:?}");
+        writer.close().await;
+        let stored: Vec<String> = rusqlite::Connection::open(dir.path().join("writer.db"))
+            .and_then(|connection| {
+                let mut statement = connection.prepare("SELECT v FROM t ORDER BY v")?;
+                let rows = statement.query_map([], |row| row.get(0))?;
+                rows.collect()
+            })
+            .expect("read back");
+        assert_eq!(stored, ["a", "b", "d", "e"]);
+    }
 }

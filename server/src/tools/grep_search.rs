@@ -1,12 +1,13 @@
 //! `grep_search {query, is_regexp?, include?}`: finds lines in the workspace, streaming each match.
 
 use app::protocol::ToolErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use regex::{Regex, RegexBuilder};
 use serde_json::{json, Value};
 
-use super::{string_arg, tool_error, workspace::glob_pattern, Tool, ToolContext, ToolFuture};
+use super::workspace::{glob_pattern, Workspace};
+use super::{string_arg, tool_error, Tool, ToolContext, ToolFuture};
 
 const MAX_MATCHES: usize = 200;
 const MAX_FILE_BYTES: u64 = 1024 * 1024;
@@ -83,78 +84,114 @@ impl Tool for GrepSearch {
     }
 }
 
+/// Walks the workspace in name order, each directory's files before its subdirectories, and
+/// answers every matching line (at most [`MAX_MATCHES`]) under a one-line summary.
 fn search(
     context: &ToolContext,
     matcher: &Regex,
     include: Option<&Regex>,
 ) -> Result<String, app::protocol::ToolError> {
     let workspace = &context.workspace;
-    let mut matches = Vec::new();
-    let mut files_with_matches = 0;
+    let mut found = Found::default();
     let mut stack = vec![workspace.root().to_path_buf()];
-    'walk: while let Some(dir) = stack.pop() {
+    while let Some(dir) = stack.pop() {
         if context.cancel.is_cancelled() {
             return Err(tool_error(
                 ToolErrorKind::Cancelled,
                 "The search was cancelled.",
             ));
         }
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut entries: Vec<_> = entries.flatten().collect();
-        entries.sort_by_key(|entry| entry.file_name());
-        // Directories are pushed in reverse so the walk visits them in name order.
-        let mut subdirs = Vec::new();
-        for entry in entries {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Ok(kind) = entry.file_type() else {
-                continue;
-            };
-            let path = entry.path();
-            if workspace.is_denied(&path) {
-                continue;
+        let (files, subdirs) = list_dir(workspace, &dir, include);
+        for path in files {
+            if !search_file(context, &path, matcher, &mut found) {
+                return Ok(found.answer());
             }
-            if kind.is_dir() {
-                if !super::workspace::is_skipped_dir(&name) {
-                    subdirs.push(path);
-                }
-                continue;
-            }
-            if !kind.is_file() || !included(workspace.display(&path).as_str(), &name, include) {
-                continue;
-            }
-            let mut found_here = false;
-            for (line_number, line) in matching_lines(&path, matcher) {
-                let text = workspace.display(&path);
-                let line = crate::sanitize::shorten(line.trim_end(), MAX_LINE_CHARS)
-                    .map(|cut| format!("{cut}…"))
-                    .unwrap_or_else(|| line.trim_end().to_owned());
-                let entry = format!("{text}:{line_number}: {}\n", line.trim_start());
-                context.output.write(&entry);
-                matches.push(entry);
-                found_here = true;
-                if matches.len() >= MAX_MATCHES {
-                    files_with_matches += 1;
-                    break 'walk;
-                }
-            }
-            files_with_matches += usize::from(found_here);
         }
+        // Directories are pushed in reverse so the walk visits them in name order.
         stack.extend(subdirs.into_iter().rev());
     }
-    let header = match matches.len() {
-        0 => "No matches.".to_owned(),
-        n if n >= MAX_MATCHES => {
-            format!("Found {n}+ matches in {files_with_matches} files (stopped at {MAX_MATCHES}).")
-        }
-        n => format!(
-            "Found {n} match{} in {files_with_matches} file{}.",
-            if n == 1 { "" } else { "es" },
-            if files_with_matches == 1 { "" } else { "s" }
-        ),
+    Ok(found.answer())
+}
+
+/// The matches so far, each a `path:line: text` line, and how many files they are in.
+#[derive(Default)]
+struct Found {
+    matches: Vec<String>,
+    files: usize,
+}
+
+impl Found {
+    /// The tool's answer: how many matches in how many files, then the matches.
+    fn answer(&self) -> String {
+        let files = self.files;
+        let header = match self.matches.len() {
+            0 => "No matches.".to_owned(),
+            n if n >= MAX_MATCHES => {
+                format!("Found {n}+ matches in {files} files (stopped at {MAX_MATCHES}).")
+            }
+            n => format!(
+                "Found {n} match{} in {files} file{}.",
+                if n == 1 { "" } else { "es" },
+                if files == 1 { "" } else { "s" }
+            ),
+        };
+        format!("{header}\n{}", self.matches.concat())
+    }
+}
+
+/// A directory's entries in name order, the denied ones left out: the files to search (those
+/// `include` names, when given) and the subdirectories to walk (not the skipped ones).
+fn list_dir(
+    workspace: &Workspace,
+    dir: &Path,
+    include: Option<&Regex>,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let (mut files, mut subdirs) = (Vec::new(), Vec::new());
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return (files, subdirs);
     };
-    Ok(format!("{header}\n{}", matches.concat()))
+    let mut entries: Vec<_> = entries.flatten().collect();
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if workspace.is_denied(&path) {
+            continue;
+        }
+        if kind.is_dir() {
+            if !super::workspace::is_skipped_dir(&name) {
+                subdirs.push(path);
+            }
+        } else if kind.is_file() && included(workspace.display(&path).as_str(), &name, include) {
+            files.push(path);
+        }
+    }
+    (files, subdirs)
+}
+
+/// Adds the file's matching lines to `found`, writing each to the tool's output as it goes:
+/// `false` once there are [`MAX_MATCHES`], where the search stops.
+fn search_file(context: &ToolContext, path: &Path, matcher: &Regex, found: &mut Found) -> bool {
+    let mut found_here = false;
+    for (line_number, line) in matching_lines(path, matcher) {
+        let text = context.workspace.display(path);
+        let line = crate::sanitize::shorten(line.trim_end(), MAX_LINE_CHARS)
+            .map(|cut| format!("{cut}…"))
+            .unwrap_or_else(|| line.trim_end().to_owned());
+        let entry = format!("{text}:{line_number}: {}\n", line.trim_start());
+        context.output.write(&entry);
+        found.matches.push(entry);
+        found_here = true;
+        if found.matches.len() >= MAX_MATCHES {
+            found.files += 1;
+            return false;
+        }
+    }
+    found.files += usize::from(found_here);
+    true
 }
 
 fn matching_lines(path: &Path, matcher: &Regex) -> Vec<(usize, String)> {

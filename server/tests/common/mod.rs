@@ -3,6 +3,7 @@
 //! [`postgres`]); `scripts/test.sh` runs the suite both ways.
 #![allow(dead_code)]
 
+pub mod migrations;
 pub mod postgres;
 
 use std::{io::Write as _, path::PathBuf, process::Stdio, sync::Arc, time::Duration};
@@ -162,6 +163,11 @@ impl TestServer {
         response.json().await.expect("JSON reply")
     }
 
+    /// `POST /api/chat` with any `body`, answered as JSON: the status and the answer.
+    pub async fn chat_json(&self, body: Value) -> (u16, Value) {
+        chat_json_at(&self.client, &self.base, body).await
+    }
+
     /// `POST /api/chat` answered as an event stream.
     pub async fn chat_stream(&self, model: &str, content: &str) -> SseStream {
         let response = self.post_chat(model, content, false).await;
@@ -185,6 +191,18 @@ impl TestServer {
         let response = self.client.get(self.url(path)).send().await.expect("GET");
         let status = response.status().as_u16();
         (status, response.json().await.unwrap_or(Value::Null))
+    }
+
+    /// The message `message_id` of conversation `id`, as the conversation's read carries it.
+    pub async fn message_of(&self, id: &str, message_id: &str) -> Value {
+        let (_, conversation) = self.get_json(&format!("/api/conversations/{id}")).await;
+        conversation["messages"]
+            .as_array()
+            .expect("messages")
+            .iter()
+            .find(|message| message["id"] == message_id)
+            .expect("the message")
+            .clone()
     }
 
     /// The trace's Agent Inspector export, checked to be written as it always was: each object's
@@ -595,6 +613,17 @@ pub fn everything_mcp_server() -> std::path::PathBuf {
     path
 }
 
+/// The SQL condition that picks the checkpoint chunks of the traces whose ids are in `set` (a
+/// parenthesized list or subquery): SQLite's chunks name their trace by its `chunk_key`,
+/// PostgreSQL's by its id.
+pub fn chunks_of_traces_in(set: &str) -> String {
+    if postgres::enabled() {
+        format!("trace_id IN {set}")
+    } else {
+        format!("trace_key IN (SELECT chunk_key FROM agent_traces WHERE trace_id IN {set})")
+    }
+}
+
 /// Everything the database holds: SQLite's files, or every row of PostgreSQL's tables as text.
 pub async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
     let mut stored = Vec::new();
@@ -624,6 +653,20 @@ pub async fn stored_bytes(dir: &tempfile::TempDir) -> Vec<u8> {
     stored
 }
 
+/// `POST /api/chat` with `body` to the server at `base`, answered as JSON: the status and the
+/// answer (`Null` when it is not JSON).
+pub async fn chat_json_at(client: &reqwest::Client, base: &str, body: Value) -> (u16, Value) {
+    let response = client
+        .post(format!("{base}/api/chat"))
+        .header("accept", "application/json")
+        .json(&body)
+        .send()
+        .await
+        .expect("POST /api/chat");
+    let status = response.status().as_u16();
+    (status, response.json().await.unwrap_or(Value::Null))
+}
+
 /// Serves `router` (a fake provider, agent or collector) on a free loopback port for the rest of
 /// the test; its `http://host:port`.
 pub async fn serve_router(router: axum::Router) -> String {
@@ -635,4 +678,16 @@ pub async fn serve_router(router: axum::Router) -> String {
         let _ = axum::serve(listener, router).await;
     });
     base
+}
+
+/// A fake Chat Completions model's streamed answer: each frame as a `data:` event, then
+/// `data: [DONE]`, as the real wire format ends.
+pub fn chat_completions_stream(frames: &[Value]) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut text: String = frames
+        .iter()
+        .map(|frame| format!("data: {frame}\n\n"))
+        .collect();
+    text.push_str("data: [DONE]\n\n");
+    ([("content-type", "text/event-stream")], text).into_response()
 }

@@ -5,18 +5,15 @@
 use leptos::prelude::*;
 
 use super::super::trace::timeline::{draw, Axis, Bar};
+use super::PageData;
 use crate::compare::{
     Comparison, Field, Row, RowChange, RunSide, Step, StepKind, Totals, WordChange, WordOp,
 };
+use crate::components::inert::inert;
 use crate::components::segments::format_duration;
 
-pub(super) fn compare_view(comparison: Comparison) -> impl IntoView {
-    let Comparison {
-        a,
-        b,
-        rows,
-        answer_diff,
-    } = comparison;
+pub(super) fn compare_view(page: PageData) -> impl IntoView {
+    let PageData { a, b, all } = page;
     view! {
         <header class="trace-header compare-header">
             <a href=format!("/t/{}", a.trace_id)>"← Back to run A's trace"</a>
@@ -27,6 +24,21 @@ pub(super) fn compare_view(comparison: Comparison) -> impl IntoView {
             <h2>"Totals"</h2>
             {totals_table(&a.totals, &b.totals)}
         </section>
+        // The steps, the answers and the timelines are most of the page's nodes and never
+        // change: the browser keeps the server's elements instead of hydrating them, and does
+        // not decode the comparison they were drawn from.
+        {inert(move || view! { <div class="compare-body">{all.read().map(sections)}</div> })}
+    }
+}
+
+fn sections(comparison: Comparison) -> impl IntoView {
+    let Comparison {
+        a,
+        b,
+        rows,
+        answer_diff,
+    } = comparison;
+    view! {
         <section class="compare-section" aria-label="Steps">
             <h2>"Steps"</h2>
             {steps_view(&rows, &a.steps, &b.steps)}
@@ -242,7 +254,11 @@ fn timelines(a: &RunSide, b: &RunSide) -> impl IntoView {
             })
             .collect();
         view! {
-            <div class="timeline compare-timeline" aria-label=format!("Timeline of run {name}")>
+            <div
+                class="timeline compare-timeline"
+                aria-label=format!("Timeline of run {name}")
+                style=format!("--bars:{}", side.steps.len())
+            >
                 <h3>{format!("Run {name} · {}", duration(Some(span(side).max(0) as u64)))}</h3>
                 {draw(bars, axis)}
             </div>

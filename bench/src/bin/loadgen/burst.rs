@@ -61,7 +61,15 @@ async fn one_run(client: reqwest::Client, base: String, start_at: tokio::time::I
     outcome
 }
 
-pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> Result<(), String> {
+/// What one burst gives a comparison (`compare`).
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub first_p50_ms: f64,
+    pub first_p99_ms: f64,
+    pub p99_ms: f64,
+}
+
+pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> Result<Row, String> {
     let scenario = json!({
         "delta_interval_ms": 1000 / rate.max(1),
         "steps": [{ "clock_text": deltas }]
@@ -114,14 +122,14 @@ pub async fn run(env: &Env, runs: usize, over: f64, deltas: u32, rate: u32) -> R
         errors,
         ..
     } = totals;
-    report(runs, over, &mut first, &mut latencies, rss, errors.len());
+    let row = report(runs, over, &mut first, &mut latencies, rss, errors.len());
     if let Some(error) = errors.first() {
         return Err(format!("{} runs failed (first: {error})", errors.len()));
     }
     if first.len() != runs {
         return Err(format!("only {} of {runs} runs sent an event", first.len()));
     }
-    Ok(())
+    Ok(row)
 }
 
 /// `/healthz`'s `otlp` (null without an export, or from a server with no such answer, as the
@@ -154,7 +162,7 @@ fn report(
     latencies: &mut [u64],
     rss_bytes: u64,
     errors: usize,
-) {
+) -> Row {
     let ms = |us: u64| us as f64 / 1000.0;
     let (first_p50, first_p99, first_max) = summary(first);
     let (p50, p99, max) = summary(latencies);
@@ -182,4 +190,9 @@ fn report(
         ms(p50),
         ms(p99),
     );
+    Row {
+        first_p50_ms: ms(first_p50),
+        first_p99_ms: ms(first_p99),
+        p99_ms: ms(p99),
+    }
 }

@@ -8,6 +8,7 @@ mod agent;
 mod burst;
 mod cancel;
 mod client;
+mod compare;
 mod crash;
 mod instances;
 mod otlp_sink;
@@ -33,6 +34,15 @@ struct Cli {
     /// (`--otlp-endpoint`), to measure what the export costs.
     #[arg(long, global = true)]
     otlp: bool,
+    /// Runs every server on this PostgreSQL database instead of its own SQLite file
+    /// (`--database-url`; scripts/bench.sh starts a throwaway one).
+    #[arg(long, global = true)]
+    postgres: Option<String>,
+    /// Another server taking Glassbox's command line (e.g. `bench/reference/node-sse.mjs`):
+    /// `streams` and `burst` then measure it after Glassbox, each count in turn, and print both
+    /// with the ratios of Glassbox's figures to its (issue 37).
+    #[arg(long, global = true)]
+    reference: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +67,10 @@ enum Command {
         /// scenario's: the latency is then from the agent's write to the client's read.
         #[arg(long)]
         agent: bool,
+        /// A reasoning part after every N deltas of a scenario run: finished steps that the
+        /// checkpoints index for search while the deltas are measured (issue 35).
+        #[arg(long)]
+        reasoning_every: Option<u32>,
     },
     /// An AG-UI agent that streams clock-stamped text (for `streams --agent`); runs until killed.
     #[command(hide = true)]
@@ -191,15 +205,25 @@ fn main() -> std::process::ExitCode {
             return storage::run(events, traces).await;
         }
         let mut env = Env::new(cli.binary, cli.site_root)?;
+        if let Some(url) = cli.postgres {
+            env.server_args.extend(["--database-url".to_owned(), url]);
+        }
         let sink = match cli.otlp {
             true => {
                 let (sink, endpoint) = otlp_sink::Sink::start().await?;
-                env.server_args = vec!["--otlp-endpoint".to_owned(), endpoint];
+                env.server_args
+                    .extend(["--otlp-endpoint".to_owned(), endpoint]);
                 Some(sink)
             }
             false => None,
         };
-        let outcome = run_command(&env, cli.command).await;
+        let outcome = match cli.reference {
+            Some(reference) => {
+                let reference = Env::new(reference, env.site_root.clone())?;
+                compare_command(&env, &reference, cli.command).await
+            }
+            None => run_command(&env, cli.command).await,
+        };
         if let Some(sink) = sink {
             println!("{}", sink.report());
         }
@@ -214,6 +238,30 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// `streams` or `burst` against Glassbox and the reference in turn ([`compare`]).
+async fn compare_command(env: &Env, reference: &Env, command: Command) -> Result<(), String> {
+    match command {
+        Command::Streams {
+            streams,
+            rate,
+            seconds,
+            agent: false,
+            format: client::StreamFormat::Glassbox,
+            reasoning_every: None,
+        } => compare::streams(env, reference, &streams, (rate, seconds)).await,
+        Command::Burst {
+            runs,
+            over,
+            deltas,
+            rate,
+        } => compare::burst(env, reference, (runs, over), (deltas, rate)).await,
+        _ => Err(
+            "--reference compares `streams` (scenario runs, Glassbox's stream) and `burst` only"
+                .into(),
+        ),
+    }
+}
+
 /// Runs one benchmark against servers started from `env`.
 async fn run_command(env: &Env, command: Command) -> Result<(), String> {
     match command {
@@ -223,9 +271,11 @@ async fn run_command(env: &Env, command: Command) -> Result<(), String> {
             seconds,
             agent,
             format,
+            reasoning_every,
         } => {
             for count in streams {
-                streams::run(env, count, rate, seconds, agent, format).await?;
+                let source = (agent, reasoning_every);
+                streams::run(env, count, (rate, seconds), source, format).await?;
             }
             Ok(())
         }
@@ -234,7 +284,7 @@ async fn run_command(env: &Env, command: Command) -> Result<(), String> {
             over,
             deltas,
             rate,
-        } => burst::run(env, runs, over, deltas, rate).await,
+        } => burst::run(env, runs, over, deltas, rate).await.map(drop),
         Command::Cancel { trials, background } => cancel::run(env, trials, background).await,
         Command::Resume { events, repeat } => resume::run(env, events, repeat).await,
         Command::Crash { trials } => crash::run(env, trials).await,

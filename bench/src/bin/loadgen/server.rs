@@ -30,6 +30,29 @@ pub struct Usage {
     pub rss_bytes: u64,
 }
 
+/// Bytes a server wrote so far (`/proc/<pid>/io`): `wchar` is what it passed to `write` and
+/// `pwrite` (any file or socket), `write_bytes` what it sent towards the disk, and `wal` the
+/// `wchar` of Glassbox's writer thread alone (`glassbox-writer`), which writes nothing but the
+/// SQLite WAL (the database file is written by the WAL checkpoint's connection). Zero for a
+/// server without such a thread (the Node.js reference).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Written {
+    pub wchar: u64,
+    pub write_bytes: u64,
+    pub wal: u64,
+}
+
+impl Written {
+    /// What was written between `earlier` and `self`.
+    pub fn since(self, earlier: Written) -> Written {
+        Written {
+            wchar: self.wchar.saturating_sub(earlier.wchar),
+            write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
+            wal: self.wal.saturating_sub(earlier.wal),
+        }
+    }
+}
+
 impl ServerProcess {
     /// Starts the binary in a fresh temporary folder (data, scenarios, workspace) with the given
     /// scenarios.
@@ -120,6 +143,26 @@ impl ServerProcess {
                 cpu_seconds: sum.cpu_seconds + one.cpu_seconds,
                 rss_bytes: sum.rss_bytes + one.rss_bytes,
             })
+    }
+
+    /// What the server (with its child processes) has written so far.
+    pub fn written(&self) -> Written {
+        let mut written = Written::default();
+        for pid in family(self.pid()) {
+            let (wchar, write_bytes) = io_counters(&format!("/proc/{pid}/io"));
+            written.wchar += wchar;
+            written.write_bytes += write_bytes;
+            let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+                continue;
+            };
+            for task in tasks.flatten() {
+                let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+                if comm.trim_end() == "glassbox-writer" {
+                    written.wal += io_counters(&task.path().join("io").to_string_lossy()).0;
+                }
+            }
+        }
+        written
     }
 
     /// SIGKILL: nothing is flushed, as in a crash or an OOM kill.
@@ -233,6 +276,18 @@ pub fn process_usage(proc_dir: &str) -> Usage {
         cpu_seconds,
         rss_bytes,
     }
+}
+
+/// `wchar` and `write_bytes` of a `/proc/.../io` file (zeros when it cannot be read).
+fn io_counters(path: &str) -> (u64, u64) {
+    let io = std::fs::read_to_string(path).unwrap_or_default();
+    let field = |name: &str| {
+        io.lines()
+            .find_map(|line| line.strip_prefix(name))
+            .and_then(|value| value.trim().parse().ok())
+            .unwrap_or(0)
+    };
+    (field("wchar:"), field("write_bytes:"))
 }
 
 fn clock_ticks() -> f64 {

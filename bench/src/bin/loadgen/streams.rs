@@ -16,7 +16,7 @@ use tokio::sync::Semaphore;
 use crate::{
     agent::AgentProcess,
     client::{clock_stamp, event_type, unix_micros, RunStream, StreamFormat},
-    server::{process_usage, ServerProcess, Usage},
+    server::{process_usage, ServerProcess, Usage, Written},
     Env,
 };
 
@@ -31,11 +31,31 @@ pub fn scenario(rate_per_second: u32) -> serde_json::Value {
     })
 }
 
+/// The same, with a reasoning part after every `every` deltas for the first five minutes: each is
+/// a finished step, which the next checkpoint indexes for search (issue 35), so the deltas around
+/// it are measured while the index is written.
+pub fn scenario_with_reasoning(rate_per_second: u32, every: u32) -> serde_json::Value {
+    let rate = rate_per_second.max(1);
+    let every = every.max(1);
+    let mut steps = Vec::new();
+    for part in 0..(rate * 300 / every) {
+        steps.push(json!({ "clock_text": every }));
+        steps.push(json!({ "reasoning": [format!(
+            "Part {part}: the checkpoint indexes this finished step for search while the \
+             other runs stream; the words are ordinary ones a reader would look for later."
+        )] }));
+    }
+    steps.push(json!({ "clock_text": rate * 3600 }));
+    json!({ "delta_interval_ms": 1000 / rate, "steps": steps })
+}
+
 /// Shared between the coordinator and the stream tasks.
 pub struct Window {
     opened: AtomicUsize,
     start: AtomicU64,
     end: AtomicU64,
+    /// The bytes of the events (their JSON) read in the window.
+    event_bytes: AtomicU64,
 }
 
 impl Window {
@@ -44,6 +64,7 @@ impl Window {
             opened: AtomicUsize::new(0),
             start: AtomicU64::new(u64::MAX),
             end: AtomicU64::new(u64::MAX),
+            event_bytes: AtomicU64::new(0),
         })
     }
 
@@ -71,6 +92,8 @@ impl Window {
         if received < start {
             return true;
         }
+        let bytes: usize = events.iter().map(String::len).sum();
+        self.event_bytes.fetch_add(bytes as u64, Ordering::Relaxed);
         for event in events {
             *count += 1;
             // Glassbox's `text_delta`, the AI SDK's `text-delta` chunk or AG-UI's content.
@@ -163,9 +186,14 @@ fn source(
     env: &Env,
     rate: u32,
     agent: bool,
+    reasoning_every: Option<u32>,
 ) -> Result<(ServerProcess, String, Option<AgentProcess>), String> {
     if !agent {
-        let server = ServerProcess::start(env, &[(SCENARIO, scenario(rate))])?;
+        let scenario = match reasoning_every {
+            Some(every) => scenario_with_reasoning(rate, every),
+            None => scenario(rate),
+        };
+        let server = ServerProcess::start(env, &[(SCENARIO, scenario)])?;
         return Ok((server, format!("scenario:{SCENARIO}"), None));
     }
     let process = AgentProcess::start(rate)?;
@@ -176,15 +204,22 @@ fn source(
     Ok((server, "agent/load".into(), Some(process)))
 }
 
+/// What one streams measurement gives a comparison (`compare`): the server's side of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Row {
+    pub events_per_second: f64,
+    pub p99_ms: f64,
+    pub cpu_us_per_event: f64,
+}
+
 pub async fn run(
     env: &Env,
     streams: usize,
-    rate: u32,
-    seconds: u64,
-    agent: bool,
+    (rate, seconds): (u32, u64),
+    (agent, reasoning_every): (bool, Option<u32>),
     format: StreamFormat,
-) -> Result<(), String> {
-    let (server, model, agent_process) = source(env, rate, agent)?;
+) -> Result<Row, String> {
+    let (server, model, agent_process) = source(env, rate, agent, reasoning_every)?;
     let client = client()?;
     let baseline = server.usage();
     let window = Window::new();
@@ -195,6 +230,7 @@ pub async fn run(
     tokio::time::sleep(Duration::from_secs(2)).await;
 
     let before = (server.usage(), process_usage("/proc/self"));
+    let written_before = server.written();
     let wall = std::time::Instant::now();
     window.start.store(unix_micros(), Ordering::SeqCst);
     let mut peak_rss = before.0.rss_bytes;
@@ -205,12 +241,14 @@ pub async fn run(
     window.close();
     let elapsed = wall.elapsed().as_secs_f64();
     let after = (server.usage(), process_usage("/proc/self"));
+    let written = server.written().since(written_before);
     let (mut latencies, events, errors) = gather(tasks).await;
     drop(server);
     drop(agent_process);
     println!(
-        "streams ({format:?}, {}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
+        "streams ({format:?}, {}{}): {streams} at {rate} events/s each, measured for {elapsed:.1} s (ramp {:.1} s)",
         if agent { "an AG-UI agent's runs" } else { "scenario runs" },
+        reasoning_every.map_or(String::new(), |every| format!(", a reasoning part every {every} deltas")),
         ramp.as_secs_f64()
     );
     let measured = Measured {
@@ -222,6 +260,8 @@ pub async fn run(
         before,
         after,
         peak_rss,
+        written,
+        event_bytes: window.event_bytes.load(Ordering::Relaxed),
     };
     measured.report(&mut latencies);
     if let Some(first) = errors.first() {
@@ -230,8 +270,7 @@ pub async fn run(
     if latencies.is_empty() {
         return Err("no clock-stamped delta arrived in the window".into());
     }
-    measured.table_row(&mut latencies);
-    Ok(())
+    measured.table_row(&mut latencies)
 }
 
 /// Opens `streams` runs, 200 connections at a time (thousands at once overflow the listen
@@ -298,6 +337,8 @@ struct Measured {
     before: (Usage, Usage),
     after: (Usage, Usage),
     peak_rss: u64,
+    written: Written,
+    event_bytes: u64,
 }
 
 impl Measured {
@@ -345,9 +386,25 @@ impl Measured {
             self.per_stream_kib(self.before.0.rss_bytes),
             self.per_stream_kib(self.after.0.rss_bytes)
         );
+        self.report_written();
     }
 
-    fn table_row(&self, latencies: &mut [u64]) {
+    /// What the server wrote in the window, per second and per byte of the events read.
+    fn report_written(&self) {
+        let per_second = |bytes: u64| bytes as f64 / self.elapsed / 1e6;
+        let per_event_byte = |bytes: u64| bytes as f64 / self.event_bytes.max(1) as f64;
+        println!(
+            "server writes: WAL (the writer thread) {:.1} MB/s, to disk {:.1} MB/s, all write calls {:.1} MB/s; events read {:.1} MB/s; per event byte: WAL {:.2}, to disk {:.2}",
+            per_second(self.written.wal),
+            per_second(self.written.write_bytes),
+            per_second(self.written.wchar),
+            per_second(self.event_bytes),
+            per_event_byte(self.written.wal),
+            per_event_byte(self.written.write_bytes),
+        );
+    }
+
+    fn table_row(&self, latencies: &mut [u64]) -> Result<Row, String> {
         let (p50, p99, max) = summary(latencies);
         let (server_cpu, client_cpu) = self.cpu();
         println!(
@@ -363,5 +420,11 @@ impl Measured {
             self.per_stream_kib(self.before.0.rss_bytes),
             self.per_stream_kib(self.after.0.rss_bytes)
         );
+        let events_per_second = self.events as f64 / self.elapsed;
+        Ok(Row {
+            events_per_second,
+            p99_ms: p99 as f64 / 1000.0,
+            cpu_us_per_event: server_cpu * 1e6 / events_per_second.max(1.0),
+        })
     }
 }

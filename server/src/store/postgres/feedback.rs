@@ -6,8 +6,7 @@ use sqlx::PgConnection;
 
 use super::{pg_text, PgStore};
 use crate::error::{Error, Result};
-use crate::store::decode_message;
-use crate::store::feedback::{check_target, feedback_doc, FeedbackChange, FeedbackRow};
+use crate::store::feedback::{feedback_doc, target_message, FeedbackChange, FeedbackRow};
 
 /// A feedback row's columns as read back.
 const COLUMNS: &str = "message_id, step_id, rating, comment,
@@ -22,8 +21,7 @@ impl PgStore {
                     change.comment = pg_text(&change.comment).into_owned();
                     let (body, conversation_id, trace_id) =
                         owned_message(connection, &change.owner_id, &change.message_id).await?;
-                    let message = decode_message(body)?;
-                    check_target(&message, change.step_id.as_deref())?;
+                    let message = target_message(body, &change)?;
                     upsert(connection, &change, &conversation_id, trace_id).await?;
                     unindex(connection, &change.message_id, change.step_column()).await?;
                     let doc = feedback_doc(&change, &message.model);

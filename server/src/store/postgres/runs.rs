@@ -3,7 +3,7 @@
 
 use sqlx::PgConnection;
 
-use super::search::{index_answer, index_steps, insert_docs};
+use super::search::{bind_docs, index_answer, index_steps};
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
 use crate::store::branches::{check_target, run_messages, target_id, Placement, Target};
@@ -17,7 +17,7 @@ impl PgStore {
     pub async fn begin_run(&self, new: NewRun) -> Result<StartedRun> {
         let instance_id = self.instance_id.to_string();
         self.writer
-            .write(move |connection| {
+            .write_relaxed(move |connection| {
                 Box::pin(async move { begin_run_in(connection, new, &instance_id).await })
             })
             .await
@@ -25,7 +25,7 @@ impl PgStore {
 
     pub async fn append_chunks(&self, chunks: Vec<CheckpointChunk>) -> Result<()> {
         self.writer
-            .write(move |connection| Box::pin(append_chunks_in(connection, chunks)))
+            .write_relaxed(move |connection| Box::pin(append_chunks_in(connection, chunks)))
             .await
     }
 
@@ -43,14 +43,7 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
             (id.clone(), model, place_run(tx, &new, id).await?)
         }
         None => {
-            let model = new
-                .model
-                .clone()
-                .unwrap_or_else(|| new.default_model.clone());
-            let id = new
-                .new_conversation_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+            let (id, model) = new.new_conversation();
             (id, model, Placement::first())
         }
     };
@@ -66,30 +59,6 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
     let asked = place.question.is_none();
     let (user_message, assistant) = run_messages(&new, &model, place.question);
     let (user_body, assistant_body) = (encode_message(&user_message)?, encode_message(&assistant)?);
-    // One statement for every row of the start: each statement is a round trip, and the writer
-    // makes them one after another (a new conversation took five, with the history it did not
-    // have). The foreign keys are checked at the end of the statement, after every row is in.
-    sqlx::query(BEGIN_RUN_ROWS)
-        .bind(&conversation_id)
-        .bind(&new.owner_id)
-        .bind(pg_text(&title_for(&new.content)).as_ref())
-        .bind(pg_text(&model).as_ref())
-        .bind(&new.now)
-        .bind(new.conversation_id.is_none())
-        .bind(&user_message.id)
-        .bind(place.position)
-        .bind(user_message.status.as_str())
-        .bind(jsonb_text(&user_body).as_ref())
-        .bind(&assistant.id)
-        .bind(assistant.status.as_str())
-        .bind(jsonb_text(&assistant_body).as_ref())
-        .bind(&new.trace_id)
-        .bind(&new.run_id)
-        .bind(instance_id)
-        .bind(place.parent_id.as_deref())
-        .bind(asked)
-        .execute(&mut *tx)
-        .await?;
     let mut docs = Vec::new();
     if asked {
         docs.push(question_doc(&user_message, &model));
@@ -97,7 +66,34 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
     if new.conversation_id.is_none() {
         docs.push(title_doc(&title_for(&new.content), &new.now));
     }
-    insert_docs(tx, &new.owner_id, &conversation_id, &docs).await?;
+    // One statement for every row of the start, its search documents included: each statement
+    // is a round trip, and the writer makes them one after another (a new conversation took
+    // five, with the history it did not have). The foreign keys are checked at the end of the
+    // statement, after every row is in.
+    bind_docs(
+        sqlx::query(BEGIN_RUN_ROWS)
+            .bind(&conversation_id)
+            .bind(&new.owner_id)
+            .bind(pg_text(&title_for(&new.content)).as_ref())
+            .bind(pg_text(&model).as_ref())
+            .bind(&new.now)
+            .bind(new.conversation_id.is_none())
+            .bind(&user_message.id)
+            .bind(place.position)
+            .bind(user_message.status.as_str())
+            .bind(jsonb_text(&user_body).as_ref())
+            .bind(&assistant.id)
+            .bind(assistant.status.as_str())
+            .bind(jsonb_text(&assistant_body).as_ref())
+            .bind(&new.trace_id)
+            .bind(&new.run_id)
+            .bind(instance_id)
+            .bind(place.parent_id.as_deref())
+            .bind(asked),
+        &docs,
+    )
+    .execute(&mut *tx)
+    .await?;
     Ok(StartedRun {
         conversation_id,
         model,
@@ -107,7 +103,8 @@ async fn begin_run_in(tx: &mut PgConnection, new: NewRun, instance_id: &str) -> 
 }
 
 /// A run start's rows: the conversation when it is new ($6), the user's message when it is new
-/// ($18; a regenerate answers a stored one) after $17, the assistant's, and the trace.
+/// ($18; a regenerate answers a stored one) after $17, the assistant's, the trace, and the
+/// search documents of the question and the title ($19-$26, as [`bind_docs`] binds them).
 const BEGIN_RUN_ROWS: &str = "WITH conversation AS (
         INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at)
         SELECT $1, $2, $3, $4, $5::timestamptz, $5::timestamptz WHERE $6::boolean
@@ -118,33 +115,39 @@ const BEGIN_RUN_ROWS: &str = "WITH conversation AS (
     ), answer_row AS (
         INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
         VALUES ($11, $1, $8 + 1, 'assistant', $12, $13::jsonb, $5::timestamptz, $7, TRUE, $5::timestamptz)
+    ), search_rows AS (
+        INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+        SELECT $2, $1, m, s, k, t, st, mo, c::timestamptz, b
+        FROM unnest($19::text[], $20::text[], $21::text[], $22::text[], $23::text[], $24::text[], $25::text[], $26::text[])
+            AS x(m, s, k, t, st, mo, c, b)
     )
     INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at, instance_id)
     VALUES ($14, $15, $1, $11, $7, $4, $5::timestamptz, 'running', $5::timestamptz, $16)";
 
 /// An existing conversation of the user's, with no run going: its model (the request's, when
-/// given, is stored).
+/// given, is stored). One statement: the update, the model and whether a run is going (on
+/// `Err` the writer rolls the job's savepoint back, the update with it).
 async fn continue_conversation(tx: &mut PgConnection, new: &NewRun, id: &str) -> Result<String> {
-    let stored: String =
-        sqlx::query_scalar("SELECT model FROM conversations WHERE id = $1 AND owner_id = $2")
-            .bind(id)
-            .bind(&new.owner_id)
-            .fetch_optional(&mut *tx)
-            .await?
-            .ok_or(Error::NotFound("conversation"))?;
+    let (stored, busy): (String, bool) = sqlx::query_as(
+        "UPDATE conversations SET model = COALESCE($1, model), updated_at = $2::timestamptz
+         WHERE id = $3 AND owner_id = $4
+         RETURNING model, EXISTS (
+             SELECT 1 FROM agent_traces WHERE conversation_id = $3 AND status = 'running'
+         )",
+    )
+    .bind(new.model.as_deref().map(pg_text).as_deref())
+    .bind(&new.now)
+    .bind(id)
+    .bind(&new.owner_id)
+    .fetch_optional(&mut *tx)
+    .await?
+    .ok_or(Error::NotFound("conversation"))?;
     // Checked here for a clear answer; the unique index on running traces is what holds when two
     // instances start a run in the same conversation at once.
-    if conversation_busy(tx, id).await? {
+    if busy {
         return Err(one_run_at_a_time());
     }
-    let model = new.model.clone().unwrap_or(stored);
-    sqlx::query("UPDATE conversations SET model = $1, updated_at = $2::timestamptz WHERE id = $3")
-        .bind(pg_text(&model).as_ref())
-        .bind(&new.now)
-        .bind(id)
-        .execute(&mut *tx)
-        .await?;
-    Ok(model)
+    Ok(new.model.clone().unwrap_or(stored))
 }
 
 /// Whether a run is going in the conversation.
@@ -162,14 +165,7 @@ pub(super) async fn conversation_busy(tx: &mut PgConnection, id: &str) -> Result
 /// the message a regenerate or an edit names.
 async fn place_run(tx: &mut PgConnection, new: &NewRun, id: &str) -> Result<Placement> {
     let Some(rerun) = &new.rerun else {
-        let history = messages_of(tx, id, i64::MAX).await?;
-        return Ok(Placement {
-            position: history.len() as i64,
-            parent_id: history.last().map(|message| message.id.clone()),
-            history,
-            question: None,
-            deactivate_from: None,
-        });
+        return Ok(Placement::after(messages_of(tx, id, i64::MAX).await?));
     };
     let target = target_of(tx, id, target_id(rerun))
         .await?
@@ -177,26 +173,21 @@ async fn place_run(tx: &mut PgConnection, new: &NewRun, id: &str) -> Result<Plac
     check_target(rerun, &target)?;
     match rerun {
         Rerun::Regenerate(_) => {
-            let question_id = target.parent_id.ok_or(Error::NotFound("message"))?;
             let body: String = sqlx::query_scalar("SELECT body::text FROM messages WHERE id = $1")
-                .bind(&question_id)
+                .bind(target.question_id()?)
                 .fetch_one(&mut *tx)
                 .await?;
-            Ok(Placement {
-                history: messages_of(tx, id, target.position - 1).await?,
-                position: target.position - 1,
-                parent_id: None,
-                question: Some(decode_message(body)?),
-                deactivate_from: Some(target.position),
-            })
+            let history = messages_of(tx, id, target.position - 1).await?;
+            Ok(Placement::regenerate(
+                &target,
+                history,
+                decode_message(body)?,
+            ))
         }
-        Rerun::Edit(_) => Ok(Placement {
-            history: messages_of(tx, id, target.position).await?,
-            position: target.position,
-            parent_id: target.parent_id,
-            question: None,
-            deactivate_from: Some(target.position),
-        }),
+        Rerun::Edit(_) => {
+            let history = messages_of(tx, id, target.position).await?;
+            Ok(Placement::edit(target, history))
+        }
     }
 }
 

@@ -64,34 +64,42 @@ pub(super) async fn insert_docs(
     if docs.is_empty() {
         return Ok(());
     }
-    let text = |value: &Option<String>| value.as_deref().map(|v| pg_text(v).into_owned());
-    let messages: Vec<Option<String>> = docs.iter().map(|d| text(&d.message_id)).collect();
-    let steps: Vec<Option<String>> = docs.iter().map(|d| text(&d.step)).collect();
-    let kinds: Vec<&str> = docs.iter().map(|d| d.kind).collect();
-    let tools: Vec<Option<String>> = docs.iter().map(|d| text(&d.tool)).collect();
-    let statuses: Vec<Option<String>> = docs.iter().map(|d| text(&d.status)).collect();
-    let models: Vec<Option<String>> = docs.iter().map(|d| text(&d.model)).collect();
-    let times: Vec<&str> = docs.iter().map(|d| d.created_at.as_str()).collect();
-    let bodies: Vec<String> = docs.iter().map(|d| pg_text(&d.body).into_owned()).collect();
-    sqlx::query(
+    let query = sqlx::query(
         "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
          SELECT $1, $2, m, s, k, t, st, mo, c::timestamptz, b
          FROM unnest($3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
              AS x(m, s, k, t, st, mo, c, b)",
     )
     .bind(owner_id)
-    .bind(conversation_id)
-    .bind(messages)
-    .bind(steps)
-    .bind(kinds)
-    .bind(tools)
-    .bind(statuses)
-    .bind(models)
-    .bind(times)
-    .bind(bodies)
-    .execute(&mut *tx)
-    .await?;
+    .bind(conversation_id);
+    bind_docs(query, docs).execute(&mut *tx).await?;
     Ok(())
+}
+
+/// Binds `docs` as eight arrays, a column each: message, step, kind, tool, status, model,
+/// time, body (what `unnest` of eight `text[]` parameters reads back as rows).
+pub(super) fn bind_docs<'q>(
+    query: sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    docs: &[SearchDoc],
+) -> sqlx::query::Query<'q, sqlx::Postgres, sqlx::postgres::PgArguments> {
+    let text = |value: &Option<String>| value.as_deref().map(|v| pg_text(v).into_owned());
+    let messages: Vec<Option<String>> = docs.iter().map(|d| text(&d.message_id)).collect();
+    let steps: Vec<Option<String>> = docs.iter().map(|d| text(&d.step)).collect();
+    let kinds: Vec<String> = docs.iter().map(|d| d.kind.to_owned()).collect();
+    let tools: Vec<Option<String>> = docs.iter().map(|d| text(&d.tool)).collect();
+    let statuses: Vec<Option<String>> = docs.iter().map(|d| text(&d.status)).collect();
+    let models: Vec<Option<String>> = docs.iter().map(|d| text(&d.model)).collect();
+    let times: Vec<String> = docs.iter().map(|d| d.created_at.clone()).collect();
+    let bodies: Vec<String> = docs.iter().map(|d| pg_text(&d.body).into_owned()).collect();
+    query
+        .bind(messages)
+        .bind(steps)
+        .bind(kinds)
+        .bind(tools)
+        .bind(statuses)
+        .bind(models)
+        .bind(times)
+        .bind(bodies)
 }
 
 /// Indexes a finished assistant message (replacing what a retried end wrote; its feedback's

@@ -6,8 +6,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use super::SqliteStore;
 use crate::error::{Error, Result};
-use crate::store::decode_message;
-use crate::store::feedback::{check_target, feedback_doc, FeedbackChange, FeedbackRow};
+use crate::store::feedback::{feedback_doc, target_message, FeedbackChange, FeedbackRow};
 
 /// A feedback row's columns as read back.
 const COLUMNS: &str = "message_id, step_id, rating, comment, created_at, updated_at";
@@ -18,8 +17,7 @@ impl SqliteStore {
         self.write(move |connection| {
             let (body, conversation_id, trace_id) =
                 owned_message(connection, &change.owner_id, &change.message_id)?;
-            let message = decode_message(body)?;
-            check_target(&message, change.step_id.as_deref())?;
+            let message = target_message(body, &change)?;
             connection
                 .prepare_cached(
                     "INSERT INTO feedback (owner_id, conversation_id, trace_id, message_id, step_id,
@@ -50,14 +48,14 @@ impl SqliteStore {
                 .query_row(
                     params![change.owner_id, change.message_id, change.step_column()],
                     |row| {
-                        Ok(FeedbackRow::new(
-                            row.get(0)?,
-                            row.get(1)?,
-                            row.get(2)?,
-                            row.get(3)?,
-                            row.get(4)?,
-                            row.get(5)?,
-                        ))
+                        Ok(FeedbackRow {
+                            message_id: row.get(0)?,
+                            step_id: row.get(1)?,
+                            rating: row.get(2)?,
+                            comment: row.get(3)?,
+                            created_at: row.get(4)?,
+                            updated_at: row.get(5)?,
+                        })
                     },
                 )?;
             Ok(Feedback::from(row))

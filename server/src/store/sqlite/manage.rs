@@ -18,8 +18,8 @@ const DELETE_ROWS: [&str; 8] = [
         (SELECT trace_id FROM agent_traces WHERE conversation_id = ?1)",
     "DELETE FROM model_turns WHERE trace_id IN
         (SELECT trace_id FROM agent_traces WHERE conversation_id = ?1)",
-    "DELETE FROM trace_event_chunks WHERE trace_id IN
-        (SELECT trace_id FROM agent_traces WHERE conversation_id = ?1)",
+    "DELETE FROM trace_event_chunks WHERE trace_key IN
+        (SELECT chunk_key FROM agent_traces WHERE conversation_id = ?1)",
     "DELETE FROM agent_traces WHERE conversation_id = ?1",
     "DELETE FROM messages WHERE conversation_id = ?1",
     "DELETE FROM conversations WHERE id = ?1",

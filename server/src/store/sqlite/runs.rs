@@ -42,18 +42,7 @@ impl SqliteStore {
 }
 
 fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
-    let (conversation_id, model, place) = match &new.conversation_id {
-        Some(id) => {
-            let model = continue_conversation(tx, &new, id)?;
-            (id.clone(), model, place_run(tx, &new, id)?)
-        }
-        None => {
-            let (id, model) = new_conversation(tx, &new)?;
-            let title = title_doc(&title_for(&new.content), &new.now);
-            insert_docs(tx, &new.owner_id, &id, &[title])?;
-            (id, model, Placement::first())
-        }
-    };
+    let (conversation_id, model, place) = conversation_of_run(tx, &new)?;
     if let Some(from) = place.deactivate_from {
         tx.prepare_cached(
             "UPDATE messages SET active = 0 WHERE conversation_id = ? AND active AND position >= ?",
@@ -62,10 +51,6 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
     }
     let asked = place.question.is_none();
     let (user_message, assistant) = run_messages(&new, &model, place.question);
-    let mut insert_message = tx.prepare_cached(
-        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
-    )?;
     let rows = [
         (&user_message, place.position, place.parent_id.clone()),
         (
@@ -74,33 +59,10 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
             Some(user_message.id.clone()),
         ),
     ];
-    for (message, position, parent_id) in rows.into_iter().skip(usize::from(!asked)) {
-        insert_message.execute(params![
-            message.id,
-            conversation_id,
-            position,
-            role_name(message),
-            message.status.as_str(),
-            encode_message(message)?,
-            message.created_at,
-            parent_id,
-            new.now
-        ])?;
-    }
-    tx.prepare_cached(
-        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
-    )?
-    .execute(params![
-        new.trace_id,
-        new.run_id,
-        conversation_id,
-        new.assistant_message_id,
-        user_message.id,
-        model,
-        new.now,
-        new.now
-    ])?;
+    // A regenerate's question is stored already: only its new answer goes in.
+    let rows = rows.into_iter().skip(usize::from(!asked));
+    insert_messages(tx, &conversation_id, rows, &new.now)?;
+    insert_trace(tx, &new, &conversation_id, &user_message.id, &model)?;
     if asked {
         let question = question_doc(&user_message, &model);
         insert_docs(tx, &new.owner_id, &conversation_id, &[question])?;
@@ -113,16 +75,78 @@ fn begin_run_in(tx: &Connection, new: NewRun) -> Result<StartedRun> {
     })
 }
 
+/// The conversation a run goes in (the one it names, or a new one with its title indexed): its
+/// id, its model, and where the run's messages go in it.
+fn conversation_of_run(tx: &Connection, new: &NewRun) -> Result<(String, String, Placement)> {
+    match &new.conversation_id {
+        Some(id) => {
+            let model = continue_conversation(tx, new, id)?;
+            Ok((id.clone(), model, place_run(tx, new, id)?))
+        }
+        None => {
+            let (id, model) = new_conversation(tx, new)?;
+            let title = title_doc(&title_for(&new.content), &new.now);
+            insert_docs(tx, &new.owner_id, &id, &[title])?;
+            Ok((id, model, Placement::first()))
+        }
+    }
+}
+
+/// Inserts a run's messages on the conversation's active path: each with its position and parent.
+fn insert_messages<'a>(
+    tx: &Connection,
+    conversation_id: &str,
+    rows: impl Iterator<Item = (&'a Message, i64, Option<String>)>,
+    now: &str,
+) -> Result<()> {
+    let mut insert_message = tx.prepare_cached(
+        "INSERT INTO messages (id, conversation_id, position, role, status, body, created_at, parent_id, active, selected_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1, ?)",
+    )?;
+    for (message, position, parent_id) in rows {
+        insert_message.execute(params![
+            message.id,
+            conversation_id,
+            position,
+            role_name(message),
+            message.status.as_str(),
+            encode_message(message)?,
+            message.created_at,
+            parent_id,
+            now
+        ])?;
+    }
+    Ok(())
+}
+
+/// Opens the run's trace, `running`, on its assistant message.
+fn insert_trace(
+    tx: &Connection,
+    new: &NewRun,
+    conversation_id: &str,
+    user_message_id: &str,
+    model: &str,
+) -> Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO agent_traces (trace_id, run_id, conversation_id, message_id, user_message_id, model, started_at, status, created_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, 'running', ?)",
+    )?
+    .execute(params![
+        new.trace_id,
+        new.run_id,
+        conversation_id,
+        new.assistant_message_id,
+        user_message_id,
+        model,
+        new.now,
+        new.now
+    ])?;
+    Ok(())
+}
+
 /// A new conversation of the user's, titled by the question: its id and model.
 fn new_conversation(tx: &Connection, new: &NewRun) -> Result<(String, String)> {
-    let model = new
-        .model
-        .clone()
-        .unwrap_or_else(|| new.default_model.clone());
-    let id = new
-        .new_conversation_id
-        .clone()
-        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    let (id, model) = new.new_conversation();
     tx.prepare_cached("INSERT INTO conversations (id, owner_id, title, model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)")?
         .execute(params![
             id,
@@ -165,38 +189,26 @@ pub(super) fn conversation_busy(tx: &Connection, id: &str) -> Result<bool> {
 /// the message a regenerate or an edit names.
 fn place_run(tx: &Connection, new: &NewRun, id: &str) -> Result<Placement> {
     let Some(rerun) = &new.rerun else {
-        let history = active_path(tx, id, i64::MAX)?;
-        return Ok(Placement {
-            position: history.len() as i64,
-            parent_id: history.last().map(|message| message.id.clone()),
-            history,
-            question: None,
-            deactivate_from: None,
-        });
+        return Ok(Placement::after(active_path(tx, id, i64::MAX)?));
     };
     let target = target_of(tx, id, target_id(rerun))?.ok_or(Error::NotFound("message"))?;
     check_target(rerun, &target)?;
     match rerun {
         Rerun::Regenerate(_) => {
-            let question_id = target.parent_id.ok_or(Error::NotFound("message"))?;
             let body: String = tx
                 .prepare_cached("SELECT body FROM messages WHERE id = ?")?
-                .query_row(params![question_id], |row| row.get(0))?;
-            Ok(Placement {
-                history: active_path(tx, id, target.position - 1)?,
-                position: target.position - 1,
-                parent_id: None,
-                question: Some(decode_message(body)?),
-                deactivate_from: Some(target.position),
-            })
+                .query_row(params![target.question_id()?], |row| row.get(0))?;
+            let history = active_path(tx, id, target.position - 1)?;
+            Ok(Placement::regenerate(
+                &target,
+                history,
+                decode_message(body)?,
+            ))
         }
-        Rerun::Edit(_) => Ok(Placement {
-            history: active_path(tx, id, target.position)?,
-            position: target.position,
-            parent_id: target.parent_id,
-            question: None,
-            deactivate_from: Some(target.position),
-        }),
+        Rerun::Edit(_) => {
+            let history = active_path(tx, id, target.position)?;
+            Ok(Placement::edit(target, history))
+        }
     }
 }
 
@@ -234,9 +246,11 @@ fn role_name(message: &Message) -> &'static str {
 }
 
 fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()> {
-    // One prepared statement, run per row: on the writer's thread a row costs microseconds.
+    // One prepared statement, run per row: on the writer's thread a row costs microseconds. A
+    // chunk names its trace by the trace's `chunk_key` (migration 20261201000001).
     let mut insert = tx.prepare_cached(
-        "INSERT OR REPLACE INTO trace_event_chunks (trace_id, first_seq, last_seq, events) VALUES (?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO trace_event_chunks (trace_key, first_seq, last_seq, events)
+         VALUES ((SELECT chunk_key FROM agent_traces WHERE trace_id = ?), ?, ?, ?)",
     )?;
     for chunk in &chunks {
         insert.execute(params![
@@ -284,7 +298,9 @@ fn finish_run_in(tx: &Connection, finished: OwnedFinish) -> Result<bool> {
         tracing::warn!(trace_id = %finished.trace_id, "the trace was already closed; this ending is dropped");
         return Ok(false);
     }
-    tx.prepare_cached("DELETE FROM trace_event_chunks WHERE trace_id = ?")?
+    tx.prepare_cached(
+        "DELETE FROM trace_event_chunks WHERE trace_key = (SELECT chunk_key FROM agent_traces WHERE trace_id = ?)",
+    )?
         .execute(params![finished.trace_id])?;
     update_message(tx, message)?;
     index_answer(tx, &finished.trace_id, message)?;

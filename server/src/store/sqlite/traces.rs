@@ -93,7 +93,9 @@ impl SqliteStore {
     /// events before it are kept, the rest (which would leave a gap) are dropped and logged.
     pub async fn checkpointed_events(&self, trace_id: &str) -> Result<Vec<Event>> {
         let chunks: Vec<ChunkRow> = sqlx::query_as(
-            "SELECT first_seq, events FROM trace_event_chunks WHERE trace_id = ? ORDER BY first_seq",
+            "SELECT first_seq, events FROM trace_event_chunks
+             WHERE trace_key = (SELECT chunk_key FROM agent_traces WHERE trace_id = ?)
+             ORDER BY first_seq",
         )
         .bind(trace_id)
         .fetch_all(&self.pool)
@@ -119,8 +121,9 @@ impl SqliteStore {
             return Ok(Some((events, true)));
         }
         let chunks: Vec<String> = sqlx::query_scalar(
-            "SELECT events FROM trace_event_chunks WHERE trace_id = ? AND last_seq > ?
-             ORDER BY first_seq",
+            "SELECT events FROM trace_event_chunks
+             WHERE trace_key = (SELECT chunk_key FROM agent_traces WHERE trace_id = ?)
+             AND last_seq > ? ORDER BY first_seq",
         )
         .bind(trace_id)
         .bind(sql_int(after))

@@ -1,0 +1,42 @@
+// The size budget of what a chat page downloads (issue 37): the main wasm, its JavaScript and the
+// chunk loader that script imports, brotli-compressed at quality 11 as the server sends them (the
+// lazily loaded chunks are not: the trace and compare pages', and those of the chat's parts that
+// only an interaction shows, fetched by that interaction). Measured on the release site that
+// scripts/test.sh builds.
+//
+// The budget is a ratchet: issue 37 asks for 480 KB and the chat page is well above it (see
+// docs/benchmarks.md, "Bundle size"), so this stops the page from growing while the bytes come
+// off; lower BUDGET with every saving until it reaches 480 KB.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { brotliCompressSync, constants } from 'node:zlib';
+
+const BUDGET = 532_500;
+const ISSUE_TARGET = 480_000;
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const pkg = join(process.env.LEPTOS_SITE_ROOT ?? join(root, 'target', 'site'), 'pkg');
+
+function brotli(file) {
+  const bytes = readFileSync(join(pkg, file));
+  const compressed = brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } });
+  return { raw: bytes.length, brotli: compressed.length };
+}
+
+test('what a chat page downloads stays within the size budget', () => {
+  // Names carry a content hash: glassbox.<hash>.wasm, glassbox.<hash>.js, __wasm_split.<hash>.js.
+  const files = readdirSync(pkg).filter((name) => /^(glassbox\.[^.]+\.(wasm|js)|__wasm_split\.[^.]+\.js)$/.test(name));
+  // The loader exists in a split build only (`--split`, as scripts/test.sh builds).
+  const kinds = files.map((name) => `${name.split('.')[0]}.${name.split('.').pop()}`).sort();
+  assert.deepEqual(kinds.filter((kind) => kind.startsWith('glassbox.')), ['glassbox.js', 'glassbox.wasm'],
+    `one main wasm and one main script in ${pkg} (build the site first: scripts/test.sh does)`);
+  assert.ok(kinds.filter((kind) => kind === '__wasm_split.js').length <= 1, `one chunk loader at most: ${files}`);
+  const sizes = files.map((name) => ({ name, ...brotli(name) }));
+  const total = sizes.reduce((sum, file) => sum + file.brotli, 0);
+  const listed = sizes.map((file) => `${file.name}: ${file.raw} B raw, ${file.brotli} B brotli`).join('; ');
+  console.log(`chat page: ${total} B brotli (${listed}); budget ${BUDGET} B, issue 37's target ${ISSUE_TARGET} B`);
+  assert.ok(total <= BUDGET, `the chat page downloads ${total} B brotli, over its budget of ${BUDGET} B (${listed})`);
+});
