@@ -20,10 +20,18 @@ const ISSUE_TARGET = 480_000;
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const pkg = join(process.env.LEPTOS_SITE_ROOT ?? join(root, 'target', 'site'), 'pkg');
 
+// The chunk loader's name carries a hash of its text, and cargo-leptos's wasm-split writes the
+// loader's imports in a hash map's order, so that name (in the main wasm's imports and in its
+// script) changes from build to build of the same code, and the brotli size with it: 531,826 to
+// 532,096 B for three builds of one commit. Measured with the name made the same every time, the
+// same code gives the same figure, and the budget can be a ratchet without flaking.
+const LOADER_NAME = /__wasm_split\.[A-Za-z0-9_-]+\.js/g;
+
 function brotli(file) {
-  const bytes = readFileSync(join(pkg, file));
+  const sent = readFileSync(join(pkg, file));
+  const bytes = Buffer.from(sent.toString('latin1').replace(LOADER_NAME, (name) => `__wasm_split.${'x'.repeat(name.length - 16)}.js`), 'latin1');
   const compressed = brotliCompressSync(bytes, { params: { [constants.BROTLI_PARAM_QUALITY]: 11 } });
-  return { raw: bytes.length, brotli: compressed.length };
+  return { raw: sent.length, brotli: compressed.length };
 }
 
 test('what a chat page downloads stays within the size budget', () => {
