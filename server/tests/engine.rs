@@ -265,6 +265,48 @@ async fn a_scenario_error_ends_the_run_with_message_error_and_keeps_the_partial_
     server.stop().await;
 }
 
+/// Stop during a tool call: the tool sees the cancellation at once and returns, and the agent
+/// must say nothing more. Its next step used to run in the same poll, before the run's watcher
+/// aborted it, so "never shown" reached the stream and the stored answer now and then (a browser
+/// test saw it once in several hundred runs); thirty stops make it show.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_stop_the_agent_says_nothing_more_once_its_tools_return() {
+    let server = TestServer::start().await;
+    server.scenario(
+        "sleepy",
+        json!({"delta_interval_ms": 0, "steps": [
+            {"text": "Working on it."},
+            {"tool_calls": [{"name": "sleep", "args": {"seconds": 30}}]},
+            {"text": "never shown"}
+        ]}),
+    );
+    for trial in 0..30 {
+        let started = server.start_run("scenario:sleepy", "take your time").await;
+        let run_id = started["run_id"].as_str().expect("run id").to_owned();
+        let mut stream = server.subscribe(&run_id, None).await;
+        let mut seen = stream
+            .until(|event| matches!(event.kind, EventKind::ToolCallStarted { .. }))
+            .await;
+        let (status, body) = server
+            .post_json(&format!("/api/runs/{run_id}/cancel"), json!({}))
+            .await;
+        assert_eq!(status, 200, "{body}");
+        seen.extend(stream.collect().await);
+        assert_invariants(&seen);
+        let EventKind::MessageCancelled { message, .. } = &seen.last().expect("events").kind else {
+            panic!("trial {trial}: {:?}", seen.last())
+        };
+        assert_eq!(message.text(), "Working on it.", "trial {trial}");
+        assert!(
+            !seen
+                .iter()
+                .any(|event| matches!(&event.kind, EventKind::TextDelta { delta, .. } if delta.contains("never"))),
+            "trial {trial}: text after the stop"
+        );
+    }
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancel_during_a_tool_stops_the_run_promptly_and_stores_the_partial_trace() {
     let server = TestServer::start().await;

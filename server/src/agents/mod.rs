@@ -174,12 +174,20 @@ impl RunContext {
     }
 
     /// Runs one turn's tool calls concurrently through the engine.
+    ///
+    /// Stopped runs end their tools at once; the agent then waits here to be dropped (the run's
+    /// watcher aborts it), never going on to its next step (more text, another model request) in
+    /// the moment before the abort lands.
     pub async fn run_tools(&self, calls: Vec<ToolCallRequest>) -> Vec<ToolOutcome> {
         self.close_text_segment();
-        tools::execute(&self.tools, &self.run, calls, || {
+        let outcomes = tools::execute(&self.tools, &self.run, calls, || {
             self.next_sequence_number()
         })
-        .await
+        .await;
+        if self.run.cancellation().is_cancelled() {
+            std::future::pending::<()>().await;
+        }
+        outcomes
     }
 
     /// Streams reasoning parts (one segment, `summary_index` 0, 1, ...) in paced deltas.
