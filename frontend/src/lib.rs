@@ -18,9 +18,15 @@ pub fn hydrate() {
     };
     if !on_lazy_route() {
         // Synchronous hydration where no route waits for a chunk: it is faster than the async
-        // walk (a 200-turn conversation opens in one shorter task).
-        leptos::mount::hydrate_body(app::App);
-        mark_hydrated(&body);
+        // walk (a 200-turn conversation opens in one shorter task). It runs in a task of its own:
+        // Leptos's script calls `hydrate` in the microtask that finished compiling and
+        // instantiating the wasm, and the two made one long task (52-88 ms for a new chat on the
+        // benchmark's machine, 20-31 ms of it the compile's).
+        wasm_bindgen_futures::spawn_local(async move {
+            next_task().await;
+            leptos::mount::hydrate_body(app::App);
+            mark_hydrated(&body);
+        });
     } else {
         // The trace page's code is a chunk of its own (`--split`); hydration waits for it.
         // hydrate_from_async sets up Leptos's executor on wasm-bindgen's, which drives this task.
@@ -31,6 +37,19 @@ pub fn hydrate() {
         });
     }
     install_test_panic_hook();
+}
+
+/// Resolves in a new task (a zero timeout), so the browser may paint and handle input first. A
+/// promise rather than a `Closure`: the wasm's size budget (end2end/tests/bundle.test.mjs) had
+/// no room for the closure's glue.
+async fn next_task() {
+    let timer = js_sys::Promise::new(&mut |resolve, _| {
+        let set = web_sys::window().map(|window| window.set_timeout_with_callback(&resolve));
+        if !matches!(set, Some(Ok(_))) {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
 }
 
 /// Whether the page is one whose route is lazily loaded.
