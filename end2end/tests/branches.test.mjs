@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeOpenAI, providersFile, chunk } from '../support/fake-openai.mjs';
-import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
 
 let server;
 let browser;
@@ -27,7 +27,9 @@ before(async () => {
   fake = await startFakeOpenAI({ respond: answerAndRecord });
   const dir = mkdtempSync(join(tmpdir(), 'glassbox-branches-'));
   const providers = providersFile(dir, fake.baseUrl, { writeFileSync, join }, ['m', 'n']);
-  server = await startServer({ args: ['--providers-file', providers] });
+  // `scenario:slow` streams for about 20 s, unless stopped.
+  const slow = { delta_chars: 4, delta_interval_ms: 50, steps: [{ text: 'A slow answer that takes its time. '.repeat(50) }] };
+  server = await startServer({ args: ['--providers-file', providers], scenarios: { slow } });
   browser = await launchBrowser();
 });
 
@@ -114,6 +116,26 @@ test('a question is edited and sent again; Esc cancels; both versions stay reach
   await reload(page);
   await question(page).locator('.sibling-count', { hasText: '1 / 2' }).waitFor();
   assert.equal(await question(page).locator('.message-text').innerText(), 'What is one plus one?');
+  assert.deepEqual(problems, []);
+  await context.close();
+});
+
+test('while a run goes the earlier Edit and Regenerate hide, and they come back when it ends', async () => {
+  const id = await conversation('What is five plus five?');
+  const { page, context, problems } = await openPage(browser);
+  await useModel(page, 'scenario:slow');
+  await page.goto(`${server.url}/c/${id}`);
+  await waitForHydration(page);
+  const edit = page.locator('.message.user').first().getByRole('button', { name: 'Edit' });
+  const regenerate = page.locator('.message.assistant').first().getByRole('button', { name: 'Regenerate', exact: true });
+  const menu = page.locator('.message.assistant').first().locator('.regenerate-menu > summary');
+  for (const control of [edit, regenerate, menu]) await control.waitFor({ state: 'visible' });
+  await send(page, 'And now something long');
+  await page.getByRole('button', { name: /Stop/ }).waitFor();
+  for (const control of [edit, regenerate, menu]) await control.waitFor({ state: 'hidden' });
+  await page.getByRole('button', { name: /Stop/ }).click();
+  await page.locator('.message.assistant').last().locator('.message-footer').waitFor();
+  for (const control of [edit, regenerate, menu]) await control.waitFor({ state: 'visible' });
   assert.deepEqual(problems, []);
   await context.close();
 });
