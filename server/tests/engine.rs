@@ -266,9 +266,10 @@ async fn a_scenario_error_ends_the_run_with_message_error_and_keeps_the_partial_
 }
 
 /// Stop during a tool call: the tool sees the cancellation at once and returns, and the agent
-/// must say nothing more. Its next step used to run in the same poll, before the run's watcher
-/// aborted it, so "never shown" reached the stream and the stored answer now and then (a browser
-/// test saw it once in several hundred runs); thirty stops make it show.
+/// must say nothing more. Its next step could run before the run's watcher aborted it, so "never
+/// shown" reached the stream and the stored answer now and then (a browser test saw it once in
+/// several hundred runs). Thirty stops look for it; the race did not show here in 400 before the
+/// fix either, so this guards the promise more than it reproduces the race.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_stop_the_agent_says_nothing_more_once_its_tools_return() {
     let server = TestServer::start().await;
