@@ -1,24 +1,43 @@
-// How many user-agent shadow style sheets Chromium processes when 40 <details> go in before 200 or
-// 2,000 others (docs/benchmarks.md, issue 38): run from end2end/ with 'node bench/details.bench.mjs'.
+// What one element costs to insert (and lay out) in a page whose messages have all been styled,
+// by kind: a `<details>` against any other element (docs/benchmarks.md, issue 38). Run from
+// end2end/ with 'node bench/details.bench.mjs'. A page of N articles like an answer's (ten
+// blocks each, a table, paragraphs), all drawn (a message that has been on screen once keeps its
+// style, `content-visibility` or not); one element goes into the last article and the layout is
+// forced, median of 15, one frame apart.
 import { launchBrowser, openPage } from '../support/browser.mjs';
+
+const article = `<article>${'<div class="block"><button>grep_search</button></div>'.repeat(10)}` +
+  '<table><tr><td>a.rs</td><td>3</td></tr></table>' + '<p>A paragraph of explanation that runs on.</p>'.repeat(4) + '</article>';
+const KINDS = {
+  details: '<details><summary>s</summary><p>x</p></details>',
+  'empty details': '<details></details>',
+  'div and button': '<div><button>s</button><div hidden>x</div></div>',
+  'div hidden=until-found': '<div><button>s</button><div hidden="until-found">x</div></div>',
+  p: '<p>x</p>',
+};
 const browser = await launchBrowser();
 const { page } = await openPage(browser);
-for (const n of [200, 2000]) {
-  await page.setContent(`<div id=list>${'<article><details><summary>s</summary>x</details><p>t</p></article>'.repeat(n)}</div>`);
-  await page.evaluate(() => document.body.offsetHeight);
-  for (const kind of ['details', 'div']) {
-    await browser.startTracing(page, { categories: ['devtools.timeline', 'disabled-by-default-devtools.timeline', 'blink'] });
-    await page.evaluate((kind) => {
-      const list = document.getElementById('list');
-      const frag = document.createDocumentFragment();
-      for (let i = 0; i < 40; i++) { const a = document.createElement('article'); a.innerHTML = kind === 'details' ? '<details><summary>s</summary>x</details>' : '<div>s</div>'; frag.appendChild(a); }
-      list.insertBefore(frag, list.firstChild);
-      document.body.offsetHeight;
-    }, kind);
-    const events = JSON.parse((await browser.stopTracing()).toString()).traceEvents;
-    const count = (name) => events.filter((e) => e.name === name).length;
-    const ms = (name) => events.filter((e) => e.name === name && e.dur).reduce((s, e) => s + e.dur / 1000, 0).toFixed(2);
-    console.log(`${n} details, inserting 40 ${kind}: processStyleSheet x${count('StyleElement::processStyleSheet')}, updateActiveStyleSheets ${ms('StyleEngine::updateActiveStyleSheets')} ms, UpdateLayoutTree ${ms('UpdateLayoutTree')} ms`);
-  }
+for (const n of [8, 400, 2000]) {
+  await page.setContent(`<main>${article.repeat(n)}</main>`);
+  const costs = await page.evaluate(async (kinds) => {
+    const last = document.querySelector('main').lastElementChild;
+    document.body.offsetHeight;
+    const out = {};
+    for (const [kind, html] of Object.entries(kinds)) {
+      const times = [];
+      for (let i = 0; i < 15; i += 1) {
+        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
+        const start = performance.now();
+        last.insertAdjacentHTML('beforeend', html);
+        document.body.offsetHeight;
+        times.push(performance.now() - start);
+        last.lastElementChild.remove();
+        document.body.offsetHeight;
+      }
+      out[kind] = times.sort((a, b) => a - b)[7].toFixed(2);
+    }
+    return out;
+  }, KINDS);
+  console.log(`${n} articles: ${Object.entries(costs).map(([kind, ms]) => `${kind} ${ms} ms`).join(', ')}`);
 }
 await browser.close();

@@ -53,7 +53,7 @@ test('a pydantic-ai run streams into the chat, reloads the same, and its trace r
   await send(page, 'What is the weather in Paris?');
   // While it runs: the reasoning, the tool block, then the answer.
   await page.locator('.message.assistant :is(.reasoning, .live-part)').first().waitFor({ timeout: 15_000 });
-  const call = page.locator('details.tool-call').first();
+  const call = page.locator('div.tool-call').first();
   await call.waitFor({ timeout: 15_000 });
   assert.match(await call.locator('.tool-name').innerText(), /get_weather/);
   const assistant = page.locator('.message.assistant[data-status="complete"]');
@@ -68,7 +68,7 @@ test('a pydantic-ai run streams into the chat, reloads the same, and its trace r
   await waitForHydration(page);
   await assistant.waitFor();
   assert.equal(await blocks(), live, 'the stored message shows the same blocks');
-  await assistant.locator('details.tool-call').first().evaluate((element) => { element.open = true; });
+  await assistant.locator('div.tool-call').first().evaluate((element) => { if (!element.classList.contains('open')) element.querySelector('.segment-header').click(); });
   assert.match(await assistant.locator('.tool-args').first().innerText(), /"city": "Paris"/);
   assert.match(await assistant.locator('.tool-output').first().innerText(), /Sunny, 21 °C/);
 

@@ -39,7 +39,7 @@ after(async () => {
 /** Sends a message and waits for the tool block's question. */
 async function askedIn(page) {
   await send(page, 'What is in the folder?');
-  const block = page.locator('details.tool-call.awaiting-approval');
+  const block = page.locator('div.tool-call.awaiting-approval');
   await block.waitFor({ timeout: 15_000 });
   return block;
 }
@@ -53,9 +53,9 @@ test('Approve runs the call and the answer says who approved it', async () => {
   assert.equal(await block.locator('.tool-status .pause svg').count(), 1);
   await block.getByRole('button', { name: 'Approve' }).click();
   await page.getByText('Done looking.').waitFor({ timeout: 15_000 });
-  const done = page.locator('details.tool-call.success');
+  const done = page.locator('div.tool-call.success');
   await done.waitFor();
-  await done.evaluate((element) => { element.open = true; });
+  await done.evaluate((element) => { if (!element.classList.contains('open')) element.querySelector('.segment-header').click(); });
   assert.match(await done.locator('.approval-answer').innerText(), /Approved by local/);
   assert.deepEqual(problems, []);
   await context.close();
@@ -67,10 +67,10 @@ test('Deny with a reason ends the call denied and the run goes on', async () => 
   await block.getByLabel('Reason for denying').fill('not this folder');
   await block.getByRole('button', { name: 'Deny' }).click();
   await page.getByText('Done looking.').waitFor({ timeout: 15_000 });
-  const denied = page.locator('details.tool-call.denied');
+  const denied = page.locator('div.tool-call.denied');
   await denied.waitFor();
   assert.match(await denied.locator('.tool-status').innerText(), /Denied/);
-  await denied.evaluate((element) => { element.open = true; });
+  await denied.evaluate((element) => { if (!element.classList.contains('open')) element.querySelector('.segment-header').click(); });
   assert.match(await denied.locator('.approval-answer').innerText(), /Denied by local: not this folder/);
   assert.deepEqual(problems, []);
   await context.close();
@@ -82,19 +82,19 @@ test('a reload still shows the question, and a second tab answers it; the first 
   await first.page.waitForURL(/\/c\//);
   await first.page.reload();
   await waitForHydration(first.page);
-  const again = first.page.locator('details.tool-call.awaiting-approval');
+  const again = first.page.locator('div.tool-call.awaiting-approval');
   await again.waitFor({ timeout: 15_000 });
 
   const second = await openPage(browser);
   await second.page.goto(first.page.url());
   await waitForHydration(second.page);
-  const block = second.page.locator('details.tool-call.awaiting-approval');
+  const block = second.page.locator('div.tool-call.awaiting-approval');
   await block.waitFor({ timeout: 15_000 });
   await block.getByRole('button', { name: 'Approve' }).click();
   await second.page.getByText('Done looking.').waitFor({ timeout: 15_000 });
   // The first tab sees the answer arrive through its own stream.
   await first.page.getByText('Done looking.').waitFor({ timeout: 15_000 });
-  await first.page.locator('details.tool-call.success').waitFor();
+  await first.page.locator('div.tool-call.success').waitFor();
 
   // A late answer from the first tab is refused: the first answer won.
   const runs = await (await fetch(`${server.url}/api/conversations/${first.page.url().split('/c/')[1]}`)).json();
@@ -111,7 +111,7 @@ test('Stop while waiting ends the run as stopped and the call as cancelled', asy
   await askedIn(page);
   await page.getByRole('button', { name: 'Stop' }).click();
   await page.getByText('Stopped. The partial answer is kept.').waitFor({ timeout: 15_000 });
-  const cancelled = page.locator('details.tool-call.cancelled');
+  const cancelled = page.locator('div.tool-call.cancelled');
   await cancelled.waitFor();
   assert.equal(await page.locator('.approval-actions').count(), 0);
   assert.deepEqual(problems, []);

@@ -78,7 +78,7 @@ test('an answer is regenerated, with another model too, and its versions survive
   await reload(page);
   await answerIs(page, 'Answer 1 by m', '1 / 2');
   // Another model for the rerun.
-  await answer(page).locator('.regenerate-menu > summary').click();
+  await answer(page).locator('.regenerate-menu > button').click();
   await answer(page).getByRole('menuitem', { name: 'fake/n' }).click();
   await answerIs(page, 'Answer 3 by n', '3 / 3');
   assert.equal(requests[2].model, 'n');
@@ -128,7 +128,7 @@ test('while a run goes the earlier Edit and Regenerate hide, and they come back 
   await waitForHydration(page);
   const edit = page.locator('.message.user').first().getByRole('button', { name: 'Edit' });
   const regenerate = page.locator('.message.assistant').first().getByRole('button', { name: 'Regenerate', exact: true });
-  const menu = page.locator('.message.assistant').first().locator('.regenerate-menu > summary');
+  const menu = page.locator('.message.assistant').first().locator('.regenerate-menu > button');
   for (const control of [edit, regenerate, menu]) await control.waitFor({ state: 'visible' });
   await send(page, 'And now something long');
   await page.getByRole('button', { name: /Stop/ }).waitFor();

@@ -51,19 +51,19 @@ test('a running tool block keeps what the person chose (closed, Show all) while 
   const { page, context, problems } = await newChat('scenario:ticking');
   await setNumber(page, 'Preview output longer than (lines)', 1);
   await send(page, 'Tick twice');
-  const blocks = page.locator('details.tool-call.running');
-  await page.waitForFunction(() => document.querySelectorAll('details.tool-call.running[open]').length === 2);
+  const blocks = page.locator('div.tool-call.running');
+  await page.waitForFunction(() => document.querySelectorAll('div.tool-call.running.open').length === 2);
   const [first, second] = [blocks.nth(0), blocks.nth(1)];
 
   // The person closes the first block and asks for all of the second one's output.
-  await first.locator('summary').click();
+  await first.locator('.segment-header').click();
   await second.locator('.tool-output', { hasText: 'tick 1' }).waitFor();
   await second.getByRole('button', { name: 'Show all' }).click();
-  await page.evaluate(() => { document.querySelector('details.tool-call').__kept = true; });
+  await page.evaluate(() => { document.querySelector('div.tool-call').__kept = true; });
 
   // More ticks stream into both; the choices hold.
   await second.locator('.tool-output', { hasText: 'tick 3' }).waitFor({ timeout: 5_000 });
-  assert.equal(await first.evaluate((el) => el.open), false, 'the closed block stays closed');
+  assert.equal(await first.evaluate((el) => el.classList.contains('open')), false, 'the closed block stays closed');
   assert.equal(await first.evaluate((el) => el.__kept), true, 'the same element, not a redrawn one');
   assert.match(await second.locator('.tool-output').innerText(), /tick 1\ntick 2\ntick 3/, 'Show all stays pressed');
   assert.equal(await second.locator('.preview-notice').count(), 0);
@@ -81,7 +81,7 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
   await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
     article.__mark = 'article';
-    article.querySelector('details.tool-call').__mark = 'tool';
+    article.querySelector('div.tool-call').__mark = 'tool';
     window.__kept = [];
     window.__redrawn = [];
     const watch = () => {
@@ -99,7 +99,7 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
     const article = document.querySelector('.message.assistant');
     const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
     const replaced = window.__kept.flatMap((p, index) => (paragraphs[index] === p ? [] : [`paragraph ${index + 1}`]));
-    return [article.__mark, article.querySelector('details.tool-call').__mark, window.__kept.length, window.__redrawn, replaced];
+    return [article.__mark, article.querySelector('div.tool-call').__mark, window.__kept.length, window.__redrawn, replaced];
   });
   assert.deepEqual(
     marks,

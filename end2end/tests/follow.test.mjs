@@ -118,11 +118,10 @@ for (const [name, options] of [['desktop', {}], ['phone', PHONE]]) {
     assert.equal(worst.pageTall, 0, 'the page itself never scrolled');
     // An answer's open export menu reaches past it (its message is drawn in full meanwhile).
     const answer = page.locator('article.message.assistant').nth(2);
-    await answer.locator('.export-menu > summary').click();
+    await answer.locator('.export-menu > button').click();
     await answer.locator('.export-menu [role="menuitem"]').first().waitFor();
-    // (The toggle event comes a task after the menu opens.)
     await page.waitForFunction((el) => el.classList.contains('menu-open'), await answer.elementHandle(), { timeout: 2_000 });
-    await answer.locator('.export-menu > summary').click();
+    await answer.locator('.export-menu > button').click();
     await page.waitForFunction((el) => !el.classList.contains('menu-open'), await answer.elementHandle());
     assert.deepEqual(problems, []);
     await context.close();

@@ -78,7 +78,7 @@ test('at 390 px the sidebar is a drawer behind a menu button; everything fits an
   // Nothing is wider than the screen; touch targets are 44 px; a long tool title wraps.
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow <= 0, `the page is ${overflow} px wider than the screen`);
-  for (const target of [menu, page.getByRole('button', { name: 'Send' }), page.locator('.tool-call > summary').first(), page.locator('.footer-action').first()]) {
+  for (const target of [menu, page.getByRole('button', { name: 'Send' }), page.locator('.tool-call > .segment-header').first(), page.locator('.footer-action').first()]) {
     const box = await target.boundingBox();
     assert.ok(box && box.height >= 44, `a touch target of ${box?.height} px`);
   }
@@ -102,10 +102,10 @@ test('the activity strip has a lane per tool call; parallel calls overlap; a lan
   assert.ok(a.x < b.x + b.width && b.x < a.x + a.width, `the two calls ran side by side: ${JSON.stringify([a, b])}`);
   const sleep = answer.locator('.activity-lane', { hasText: 'Sleeping' });
   assert.ok((await sleep.locator('.lane-bar').boundingBox()).width > 100, 'the long call is long');
-  assert.equal(await answer.locator('.tool-call[open]').count(), 0);
+  assert.equal(await answer.locator('.tool-call.open').count(), 0);
   await sleep.getByRole('button').click();
-  await answer.locator('.tool-call[open]', { hasText: 'Sleeping' }).waitFor();
-  assert.equal(await answer.locator('.tool-call[open]').count(), 1);
+  await answer.locator('.tool-call.open', { hasText: 'Sleeping' }).waitFor();
+  assert.equal(await answer.locator('.tool-call.open').count(), 1);
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -158,10 +158,10 @@ test('by keyboard alone: send, stop, open a tool block, open the settings', asyn
   await page.keyboard.press('Enter');
   await page.locator('.message.assistant[data-status="cancelled"]').waitFor();
 
-  await tabTo(() => document.activeElement?.matches('.tool-call > summary'));
+  await tabTo(() => document.activeElement?.matches('.tool-call > .segment-header'));
   await page.keyboard.press('Enter');
-  await page.locator('.tool-call[open] .tool-args').first().waitFor();
-  assert.equal(await page.locator('.tool-call[open]').count() >= 1, true);
+  await page.locator('.tool-call.open .tool-args').first().waitFor();
+  assert.equal(await page.locator('.tool-call.open').count() >= 1, true);
 
   await tabTo(() => document.activeElement?.classList.contains('settings-toggle'), 80);
   await page.keyboard.press('Enter');

@@ -45,12 +45,12 @@ after(async () => {
 test('an MCP call shows its server and tool, streams its progress, and Stop ends it at once', async () => {
   const { page, context, problems } = await openChat(browser, server.url, 'scenario:long');
   await send(page, 'Run the long operation');
-  const block = page.locator('details.tool-call.running');
+  const block = page.locator('div.tool-call.running');
   await block.waitFor({ timeout: 15_000 });
   assert.equal(await block.locator('.tool-server').innerText(), 'everything');
   assert.match(await block.locator('.tool-name').innerText(), /trigger-long-running-operation/);
   // The name shows once: no title line repeating `everything__trigger-long-running-operation`.
-  assert.doesNotMatch(await block.locator('summary').innerText(), /everything__/);
+  assert.doesNotMatch(await block.locator('.segment-header').innerText(), /everything__/);
 
   const bar = block.locator('.tool-progress progress');
   await bar.waitFor({ timeout: 15_000 });
@@ -60,7 +60,7 @@ test('an MCP call shows its server and tool, streams its progress, and Stop ends
 
   const stopped = Date.now();
   await page.getByRole('button', { name: 'Stop' }).click();
-  await page.locator('details.tool-call.cancelled').waitFor({ timeout: 5_000 });
+  await page.locator('div.tool-call.cancelled').waitFor({ timeout: 5_000 });
   assert.ok(Date.now() - stopped < 5_000, 'Stop does not wait for the MCP server');
   await page.getByText('Stopped. The partial answer is kept.').waitFor();
   assert.deepEqual(problems, []);

@@ -101,8 +101,8 @@ test('/ focuses the search box, a word finds a tool output, and its hit opens th
   await page.waitForURL((url) => url.pathname === `/c/${first.conversation_id}` && url.searchParams.get('m') === first.message_id);
   const step = new URL(page.url()).searchParams.get('step');
   assert.ok(step, 'the hit names its step');
-  const call = `details[data-call-id="${step}"]`;
-  await page.locator(`${call}[open]`).waitFor();
+  const call = `div[data-call-id="${step}"]`;
+  await page.locator(`${call}.open`).waitFor();
   assert.ok(await inView(page, call), 'the tool call is in view');
   const [scrolled, tall] = await page.evaluate(() => {
     const list = document.querySelector('section.messages');
@@ -115,7 +115,7 @@ test('/ focuses the search box, a word finds a tool output, and its hit opens th
   // After a reload: the server's render, hydrated, opens it again.
   await page.reload();
   await waitForHydration(page);
-  await page.locator(`${call}[open]`).waitFor();
+  await page.locator(`${call}.open`).waitFor();
   assert.ok(await inView(page, call), 'the tool call is in view after a reload');
   assert.deepEqual(problems, []);
   await context.close();

@@ -48,8 +48,8 @@ test('minimal hides the blocks, verbose expands them, normal collapses them: all
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
   await page.evaluate(() => { window.__sameDocument = true; });
 
-  const openBlocks = () => page.locator('details.tool-call[open]').count();
-  const visibleBlocks = () => page.locator('details.tool-call:visible, details.reasoning:visible').count();
+  const openBlocks = () => page.locator('div.tool-call.open').count();
+  const visibleBlocks = () => page.locator('div.tool-call:visible, .segment.reasoning:visible').count();
   assert.equal(await openBlocks(), 0, 'normal: persisted tool blocks start collapsed');
   assert.equal(await visibleBlocks(), 4);
 
@@ -76,7 +76,7 @@ test('long output shows a preview with a notice and a way to see it all', async 
   await send(page, 'Read the long file');
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
   const block = page.locator('.tool-call', { hasText: 'Reading long.txt' });
-  await block.locator('summary').click();
+  await block.locator('.segment-header').click();
   const notice = block.locator('.preview-notice');
   assert.match(await notice.innerText(), /^Showing [\d,]+ of [\d,]+ chars/);
   const [shown, total] = (await notice.innerText()).match(/[\d,]+/g).map((n) => Number(n.replaceAll(',', '')));
@@ -102,12 +102,12 @@ test('normal mode collapses every block of a message with more tools than the li
   // The three calls run at once: wait until the two quick ones are done and only the sleep runs.
   await page.locator('.tool-call.success').nth(1).waitFor();
   await page.locator('.tool-call.running', { hasText: 'sleep' }).waitFor();
-  assert.equal(await page.locator('details.tool-call[open]').count(), 0, 'three tools > 2: all collapsed');
+  assert.equal(await page.locator('div.tool-call.open').count(), 0, 'three tools > 2: all collapsed');
   // A new chat navigates to its conversation, which closes the panel.
   if (!(await page.locator('#settings-panel').isVisible())) await page.getByRole('button', { name: 'Settings' }).click();
   await limit.fill('5');
   await limit.dispatchEvent('change');
-  assert.equal(await page.locator('details.tool-call.running[open]').count(), 1, 'within the limit a running block opens');
+  assert.equal(await page.locator('div.tool-call.running.open').count(), 1, 'within the limit a running block opens');
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
   assert.deepEqual(problems, []);
   await context.close();
@@ -127,11 +127,11 @@ test('settings survive a reload and the server renders the chosen mode', async (
   const cookie = cookies.find((c) => c.name === 'glassbox_settings');
   assert.ok(cookie, 'settings are stored');
   const html = await (await fetch(url, { headers: { cookie: `${cookie.name}=${cookie.value}` } })).text();
-  assert.match(html, /<details[^>]*hidden[^>]*class="segment tool-call|<details[^>]*class="segment tool-call[^"]*"[^>]*hidden/, 'the server render hides the blocks');
+  assert.match(html, /<div[^>]*hidden[^>]*class="segment tool-call|<div[^>]*class="segment tool-call[^"]*"[^>]*hidden/, 'the server render hides the blocks');
 
   await page.reload();
   await waitForHydration(page);
-  assert.equal(await page.locator('details.tool-call:visible').count(), 0);
+  assert.equal(await page.locator('div.tool-call:visible').count(), 0);
   await page.getByRole('button', { name: 'Settings' }).click();
   assert.equal(await page.getByLabel(/^Minimal/).isChecked(), true);
   await setMode(page, 'Normal');

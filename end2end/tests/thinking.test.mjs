@@ -48,10 +48,10 @@ test('thinking before and after a tool call shows live, collapses after the answ
   await assistant.waitFor({ timeout: 15_000 });
   await assistant.getByText('One TODO, in notes.md.').waitFor();
   assert.equal(await page.locator('.reasoning.live').count(), 0, 'the overlay gave way');
-  const reasoning = assistant.locator('details.reasoning');
+  const reasoning = assistant.locator('.segment.reasoning:not(.live)');
   assert.equal(await reasoning.count(), 2, 'one block before the tool, one after');
-  assert.deepEqual(await reasoning.evaluateAll((all) => all.map((el) => el.open)), [false, false], 'collapsed');
-  for (const summary of await reasoning.locator('summary').all()) await summary.click();
+  assert.deepEqual(await reasoning.evaluateAll((all) => all.map((el) => el.classList.contains('open'))), [false, false], 'collapsed');
+  for (const header of await reasoning.locator('.segment-header').all()) await header.click();
   await assistant.locator('.reasoning-parts', { hasText: 'I should search for TODO.' }).waitFor();
   await assistant.locator('.reasoning-parts', { hasText: 'redacted reasoning' }).waitFor();
   await assistant.locator('.reasoning-parts', { hasText: 'Found it in notes.md.' }).waitFor();
@@ -71,9 +71,9 @@ test('thinking before and after a tool call shows live, collapses after the answ
   await page.locator('.trace-status', { hasText: /^Completed in/ }).waitFor();
   const replay = page.locator('.message.replay');
   await replay.and(page.locator('[data-replay="done"]')).waitFor();
-  const replayed = replay.locator('details.reasoning');
+  const replayed = replay.locator('.segment.reasoning:not(.live)');
   assert.equal(await replayed.count(), 2);
-  for (const summary of await replayed.locator('summary').all()) await summary.click();
+  for (const header of await replayed.locator('.segment-header').all()) await header.click();
   await replay.locator('.reasoning-parts', { hasText: 'I should search for TODO.' }).waitFor();
   await replay.locator('.reasoning-parts', { hasText: 'Found it in notes.md.' }).waitFor();
   assert.deepEqual(problems, []);

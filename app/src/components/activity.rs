@@ -115,8 +115,8 @@ pub fn ActivityStrip(model: MessageModel) -> impl IntoView {
     .into_any()
 }
 
-/// Opens the tool block of `call_id` in the lane's own message and brings it into view; its
-/// toggle event records the choice as a person's click on the block would.
+/// Opens the tool block of `call_id` in the lane's own message and brings it into view, as a
+/// click on the block's header would (the block keeps it as the reader's choice).
 fn open_block(event: &leptos::ev::MouseEvent, call_id: &str) {
     #[cfg(feature = "hydrate")]
     {
@@ -125,21 +125,19 @@ fn open_block(event: &leptos::ev::MouseEvent, call_id: &str) {
             .current_target()
             .and_then(|target| target.dyn_into::<web_sys::Element>().ok())
             .and_then(|button| button.closest("article").ok().flatten());
-        let Some(blocks) = message.and_then(|m| m.query_selector_all("details.tool-call").ok())
+        let Some(blocks) = message.and_then(|m| m.query_selector_all(".segment.tool-call").ok())
         else {
             return;
         };
         let found = (0..blocks.length())
             .filter_map(|index| blocks.item(index))
-            .filter_map(|node| node.dyn_into::<web_sys::HtmlDetailsElement>().ok())
-            .find(|details| details.get_attribute("data-call-id").as_deref() == Some(call_id));
-        if let Some(details) = found {
-            details.set_open(true);
-            details.scroll_into_view_with_bool(false);
-            let summary = details.query_selector("summary").ok().flatten();
-            if let Some(summary) = summary.and_then(|el| el.dyn_into::<web_sys::HtmlElement>().ok())
-            {
-                let _ = summary.focus();
+            .filter_map(|node| node.dyn_into::<web_sys::Element>().ok())
+            .find(|block| block.get_attribute("data-call-id").as_deref() == Some(call_id));
+        if let Some(block) = found {
+            let header = super::segments::open_block(&block);
+            block.scroll_into_view_with_bool(false);
+            if let Some(header) = header {
+                let _ = header.focus();
             }
         }
     }

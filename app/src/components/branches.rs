@@ -131,22 +131,7 @@ pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>
         state.model.set(model);
         rerun(state, Rerun::Regenerate(answer_id.get_value()));
     };
-    let choices = move || {
-        state
-            .models
-            .get()
-            .into_iter()
-            .map(|model| {
-                let label = model.clone();
-                view! {
-                    <button type="button" role="menuitem" class="regenerate-with" on:click=move |_| regenerate(model.clone())>
-                        {label}
-                    </button>
-                }
-            })
-            .collect_view()
-    };
-    // Hidden while a run goes by the list's `running` class, as Edit is.
+    // Hidden while a run goes by the list's `run-going` class, as Edit is.
     view! {
         <button
             type="button"
@@ -155,11 +140,35 @@ pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>
         >
             "Regenerate"
         </button>
-        <details class="menu regenerate-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
-            <summary class="footer-action">"Regenerate with…"</summary>
-            <div class="menu-items" role="menu">{choices}</div>
-        </details>
+        <super::menu::FooterMenu
+            class="regenerate-menu"
+            label="Regenerate with…"
+            menu_open
+            items=move || regenerate_choices(state, answer_id.get_value())
+        />
     }
+}
+
+/// The models to regenerate answer `id` with (the composer's list), from a chunk of its own
+/// (`on_demand`): only a click on "Regenerate with…" shows them.
+#[leptos::lazy]
+fn regenerate_choices(state: ChatState, id: String) -> AnyView {
+    let choices = move || {
+        state
+            .models
+            .get()
+            .into_iter()
+            .map(|model| {
+                let (label, id) = (model.clone(), id.clone());
+                let regenerate = move |_| {
+                    state.model.set(model.clone());
+                    rerun(state, Rerun::Regenerate(id.clone()));
+                };
+                view! { <button type="button" role="menuitem" class="regenerate-with" on:click=regenerate>{label}</button> }
+            })
+            .collect_view()
+    };
+    choices.into_any()
 }
 
 /// Starts a rerun: the message it replaces and what followed leave the list, the new version

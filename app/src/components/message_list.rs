@@ -468,7 +468,7 @@ fn MessageFooter(
         }
         copied.set(true);
     };
-    let conversation = move || state.conversation_id.get().unwrap_or_default();
+    let trace = trace_id.clone();
     view! {
         <footer class="message-footer">
             <span class="message-facts">
@@ -482,18 +482,23 @@ fn MessageFooter(
                     {move || if copied.get() { "Copied" } else { "Copy" }}
                 </button>
                 <a class="footer-action view-trace" href=format!("/t/{trace_id}")>"View trace"</a>
-                <details class="menu export-menu" on:toggle=move |_| menu_open.update(|open| *open = !*open)>
-                    <summary class="footer-action">"Export"</summary>
-                    <div class="menu-items" role="menu">
-                        <a role="menuitem" href=crate::client::trace_inspector(&trace_id) target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
-                        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "json") target="_blank" rel="external noopener">"ThoughtFlow JSON (conversation)"</a>
-                        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "d2") target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
-                    </div>
-                </details>
+                <super::menu::FooterMenu class="export-menu" label="Export" menu_open items=move || export_items(trace.clone(), state) />
                 {branches}
             </span>
             {feedback}
         </footer>
+    }
+    .into_any()
+}
+
+/// The export menu's items, from a chunk of its own (`on_demand`): only a click shows them.
+#[leptos::lazy]
+fn export_items(trace_id: String, state: ChatState) -> AnyView {
+    let conversation = move || state.conversation_id.get().unwrap_or_default();
+    view! {
+        <a role="menuitem" href=crate::client::trace_inspector(&trace_id) target="_blank" rel="external noopener">"Agent Inspector JSON (this answer)"</a>
+        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "json") target="_blank" rel="external noopener">"ThoughtFlow JSON (conversation)"</a>
+        <a role="menuitem" href=move || crate::client::thoughtflow(&conversation(), "d2") target="_blank" rel="external noopener">"ThoughtFlow D2 (conversation)"</a>
     }
     .into_any()
 }

@@ -14,6 +14,7 @@ pub mod inert;
 pub mod live;
 pub mod manage;
 pub mod markdown;
+mod menu;
 mod message_list;
 pub mod on_demand;
 pub mod search;

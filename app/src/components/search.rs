@@ -225,10 +225,7 @@ fn slash_focuses(input: NodeRef<leptos::html::Input>) {
 /// Opens a search hit's element (a step's block) and scrolls it into view.
 #[cfg(feature = "hydrate")]
 pub fn reveal_search_target(target: &web_sys::Element) {
-    use wasm_bindgen::JsCast;
-    if let Some(details) = target.dyn_ref::<web_sys::HtmlDetailsElement>() {
-        details.set_open(true);
-    }
+    super::segments::open_block(target);
     let _ = target.set_attribute("data-search-target", "");
     target.scroll_into_view();
 }
@@ -247,11 +244,11 @@ pub fn find_search_target(message: &str, step: Option<&str>) -> Option<web_sys::
             .find(|element| element.get_attribute(attribute).as_deref() == Some(value))
     };
     let article = find("article[data-message-id]", "data-message-id", message)?;
-    let details = step.and_then(|step| {
-        find("details[data-call-id]", "data-call-id", step)
-            .or_else(|| find("details[data-step]", "data-step", step))
+    let block = step.and_then(|step| {
+        find(".segment[data-call-id]", "data-call-id", step)
+            .or_else(|| find(".segment[data-step]", "data-step", step))
     });
-    Some(details.unwrap_or(article))
+    Some(block.unwrap_or(article))
 }
 
 #[cfg(test)]

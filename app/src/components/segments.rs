@@ -245,10 +245,16 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
         })
     };
     let verbose = move || settings.get().mode == DisplayMode::Verbose;
+    // A person's choice (in the mode it was made in) wins over the mode's default.
+    let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
+    let open = move || match chosen.get() {
+        Some((mode, open)) if mode == settings.get().mode => open,
+        _ => verbose(),
+    };
     // The parts are drawn the first time the block opens.
     let opened = RwSignal::new(false);
     let parts = move || {
-        (verbose() || opened.get()).then(|| {
+        (open() || opened.get()).then(|| {
             segment.with(|segment| {
                 segment
                     .parts
@@ -258,27 +264,26 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
             })
         })
     };
-    let on_toggle = move |event: leptos::ev::Event| {
-        if details_open(&event) == Some(true) {
-            opened.set(true);
-        }
+    let toggle = move |_| {
+        let now = !open();
+        opened.set(true);
+        chosen.set(Some((settings.get_untracked().mode, now)));
     };
     let step = segment.with_untracked(|segment| segment.id.clone());
+    // A disclosure, not a `<details>`: see `ToolCallSegment`.
     view! {
-        <details
-            class="segment reasoning"
+        <div
+            class=move || if open() { "segment reasoning open" } else { "segment reasoning" }
             data-step=step
-            open=verbose
-            on:toggle=on_toggle
             hidden=move || settings.get().mode == DisplayMode::Minimal
         >
-            <summary>
+            <button type="button" class="segment-header" aria-expanded=move || if open() { "true" } else { "false" } on:click=toggle>
                 <span class="segment-icon"><Icon name="reasoning" /></span>
                 <span class="reasoning-label">{label}</span>
                 <span class="reasoning-preview muted">{preview}</span>
-            </summary>
-            <div class="reasoning-parts">{parts}</div>
-        </details>
+            </button>
+            <div class="reasoning-parts" hidden=move || !open()>{parts}</div>
+        </div>
     }
     .into_any()
 }
@@ -338,21 +343,20 @@ fn with_part<R: Default>(
         .unwrap_or_default()
 }
 
-/// Whether the `<details>` a `toggle` event came from is now open (`None` on the server).
-fn details_open(event: &leptos::ev::Event) -> Option<bool> {
-    #[cfg(feature = "hydrate")]
-    {
-        use wasm_bindgen::JsCast;
-        event
-            .target()
-            .and_then(|target| target.dyn_into::<web_sys::HtmlDetailsElement>().ok())
-            .map(|element| element.open())
+/// Opens a tool or reasoning block of this module, as a click on its header does (so the block
+/// keeps it as the reader's choice), and returns its header.
+#[cfg(feature = "hydrate")]
+pub fn open_block(block: &web_sys::Element) -> Option<web_sys::HtmlElement> {
+    use wasm_bindgen::JsCast;
+    let header = block
+        .query_selector(":scope > .segment-header")
+        .ok()??
+        .dyn_into::<web_sys::HtmlElement>()
+        .ok()?;
+    if header.get_attribute("aria-expanded").as_deref() != Some("true") {
+        header.click();
     }
-    #[cfg(not(feature = "hydrate"))]
-    {
-        let _ = event;
-        None
-    }
+    Some(header)
 }
 
 pub(crate) fn status_class(status: ToolCallStatus) -> &'static str {
@@ -391,15 +395,14 @@ pub fn ToolCallSegment(
         Some((mode, open)) if mode == settings.get().mode => open,
         _ => by_default.get(),
     };
-    let on_toggle = move |event: leptos::ev::Event| {
-        if let Some(now) = details_open(&event) {
-            if now {
-                opened.set(true);
-            }
-            let mode = settings.get_untracked().mode;
-            // A toggle that matches the default is ours (or undoes the person's choice).
-            chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
+    let toggle = move |_| {
+        let now = !open();
+        if now {
+            opened.set(true);
         }
+        let mode = settings.get_untracked().mode;
+        // Back to the default is no choice (the block follows the mode and the call again).
+        chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
     };
     // A collapsed block's body is drawn the first time it opens: a long conversation holds
     // thousands of closed blocks.
@@ -415,28 +418,36 @@ pub fn ToolCallSegment(
         let (status, duration) = call.with(|c| (c.status, c.duration_ms.map(format_duration)));
         tool_status(status, duration)
     };
+    // A disclosure (a button and the body it shows), not a `<details>`: Chromium spends time in
+    // proportion to every element already styled in the page on each `<details>` that goes in
+    // (10-15 ms with 400 messages shown, against 1-2 ms for any other element), and a streaming
+    // answer inserts one per tool call (docs/benchmarks.md, issue 38).
     view! {
-        <details
-            class=move || format!("segment tool-call {}", status_class(status.get()))
-            // The attribute, not only the property: the server's HTML arrives open in verbose mode.
-            open=open
-            on:toggle=on_toggle
+        <div
+            // `open` in the class, not only the button's state: the server's HTML arrives open in
+            // verbose mode. (One class closure: a `class:` beside it would be overwritten.)
+            class=move || {
+                let open = if open() { " open" } else { "" };
+                format!("segment tool-call {}{open}", status_class(status.get()))
+            }
             hidden=move || {
                 settings.get().mode == DisplayMode::Minimal
                     && status.get() != ToolCallStatus::AwaitingApproval
             }
             data-call-id=call_id
         >
-            <summary>
+            <button type="button" class="segment-header" aria-expanded=move || if open() { "true" } else { "false" } on:click=toggle>
                 <span class="segment-icon"><Icon name=tool_icon(&name) /></span>
                 {title}
                 {tool_name_view(&name)}
                 {status_view}
-            </summary>
+            </button>
             <Show when=drawn>
-                <ToolCallBody call output />
+                <div class="segment-body" hidden=move || !open()>
+                    <ToolCallBody call output />
+                </div>
             </Show>
-        </details>
+        </div>
     }
     .into_any()
 }
