@@ -5,6 +5,7 @@
 // style, `content-visibility` or not); one element goes into the last article and the layout is
 // forced, median of 15, one frame apart.
 import { launchBrowser, openPage } from '../support/browser.mjs';
+import { insertionCosts } from './insertion.mjs';
 
 const article = `<article>${'<div class="block"><button>grep_search</button></div>'.repeat(10)}` +
   '<table><tr><td>a.rs</td><td>3</td></tr></table>' + '<p>A paragraph of explanation that runs on.</p>'.repeat(4) + '</article>';
@@ -19,25 +20,7 @@ const browser = await launchBrowser();
 const { page } = await openPage(browser);
 for (const n of [8, 400, 2000]) {
   await page.setContent(`<main>${article.repeat(n)}</main>`);
-  const costs = await page.evaluate(async (kinds) => {
-    const last = document.querySelector('main').lastElementChild;
-    document.body.offsetHeight;
-    const out = {};
-    for (const [kind, html] of Object.entries(kinds)) {
-      const times = [];
-      for (let i = 0; i < 15; i += 1) {
-        await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-        const start = performance.now();
-        last.insertAdjacentHTML('beforeend', html);
-        document.body.offsetHeight;
-        times.push(performance.now() - start);
-        last.lastElementChild.remove();
-        document.body.offsetHeight;
-      }
-      out[kind] = times.sort((a, b) => a - b)[7].toFixed(2);
-    }
-    return out;
-  }, KINDS);
-  console.log(`${n} articles: ${Object.entries(costs).map(([kind, ms]) => `${kind} ${ms} ms`).join(', ')}`);
+  const costs = await page.evaluate(insertionCosts, { kinds: KINDS, target: 'main > article' });
+  console.log(`${n} articles: ${costs}`);
 }
 await browser.close();

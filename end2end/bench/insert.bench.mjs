@@ -5,6 +5,7 @@
 // the layout forced after each insertion.
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
+import { insertionCosts } from './insertion.mjs';
 
 function turn(index) {
   const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
@@ -21,24 +22,7 @@ const KINDS = {
   'div and button': '<div><button type="button">s</button><div hidden>x</div></div>',
   p: '<p>x</p>',
 };
-const PROBE = async (kinds) => {
-  const last = [...document.querySelectorAll('article.message.assistant')].pop();
-  const out = {};
-  for (const [kind, html] of Object.entries(kinds)) {
-    const times = [];
-    for (let i = 0; i < 15; i += 1) {
-      await new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0)));
-      const start = performance.now();
-      last.insertAdjacentHTML('beforeend', html);
-      document.body.offsetHeight;
-      times.push(performance.now() - start);
-      last.lastElementChild.remove();
-      document.body.offsetHeight;
-    }
-    out[kind] = times.sort((a, b) => a - b)[7].toFixed(1);
-  }
-  return Object.entries(out).map(([kind, ms]) => `${kind} ${ms} ms`).join(', ');
-};
+const probe = { kinds: KINDS, target: 'article.message.assistant' };
 
 const server = await startServer({ workspace, scenarios: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`turn${i}`, turn(i)])) });
 const browser = await launchBrowser();
@@ -62,7 +46,7 @@ try {
     if (await button.count()) await button.click().catch(() => {});
     await page.waitForTimeout(150);
   }
-  console.log(`${await page.locator('article.message').count()} messages shown, every page loaded: ${await page.evaluate(PROBE, KINDS)}`);
+  console.log(`${await page.locator('article.message').count()} messages shown, every page loaded: ${await page.evaluate(insertionCosts, probe)}`);
   await page.evaluate(async () => {
     const list = document.querySelector('section.messages');
     const frame = () => new Promise((resolve) => requestAnimationFrame(resolve));
@@ -71,7 +55,7 @@ try {
     list.scrollTop = list.scrollHeight;
     await new Promise((resolve) => setTimeout(resolve, 300));
   });
-  console.log(`after scrolling the list end to end: ${await page.evaluate(PROBE, KINDS)}`);
+  console.log(`after scrolling the list end to end: ${await page.evaluate(insertionCosts, probe)}`);
 } finally {
   await browser.close();
   await server.stop();
