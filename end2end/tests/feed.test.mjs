@@ -60,6 +60,7 @@ test('a running tool block keeps what the person chose (closed, Show all) while 
   await second.locator('.tool-output', { hasText: 'tick 1' }).waitFor();
   await second.getByRole('button', { name: 'Show all' }).click();
   await page.evaluate(() => { document.querySelector('div.tool-call').__kept = true; });
+  await second.locator('.segment-body').evaluate((el) => { el.__kept = true; });
 
   // More ticks stream into both; the choices hold.
   await second.locator('.tool-output', { hasText: 'tick 3' }).waitFor({ timeout: 5_000 });
@@ -68,6 +69,16 @@ test('a running tool block keeps what the person chose (closed, Show all) while 
   assert.match(await second.locator('.tool-output').innerText(), /tick 1\ntick 2\ntick 3/, 'Show all stays pressed');
   assert.equal(await second.locator('.preview-notice').count(), 0);
   await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 10_000 });
+
+  // The call ended and its block closed by itself (normal mode): its body stays (what the person
+  // did in it with it), hidden, and opening the block shows that same body again.
+  const ended = page.locator('div.tool-call').nth(1);
+  await page.waitForFunction(() => !document.querySelectorAll('div.tool-call')[1].classList.contains('open'));
+  assert.equal(await ended.locator('.segment-body').evaluate((el) => el.__kept, null, { timeout: 2_000 }), true, 'the body stays when the block closes by itself');
+  assert.equal(await ended.locator('.segment-body').isVisible(), false, 'hidden while closed');
+  await ended.locator('.segment-header').click();
+  await ended.locator('.tool-output', { hasText: 'Slept 3 s.' }).waitFor();
+  assert.equal(await ended.locator('.segment-body').evaluate((el) => el.__kept), true, 'the same body, not a redrawn one');
   assert.deepEqual(problems, []);
   await context.close();
 });

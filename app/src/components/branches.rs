@@ -125,7 +125,7 @@ pub fn SiblingNav(siblings: Option<Siblings>, state: ChatState) -> impl IntoView
 /// An answer's Regenerate (with the conversation's model) and a menu to regenerate it with
 /// another model (the composer's list).
 #[component]
-pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<bool>) -> impl IntoView {
+pub fn RegenerateActions(id: String, state: ChatState, menu_open: RwSignal<u8>) -> impl IntoView {
     let answer_id = StoredValue::new(id);
     let regenerate = move |model: String| {
         state.model.set(model);

@@ -9,13 +9,13 @@ use std::future::Future;
 use leptos::prelude::*;
 
 /// A footer menu: `label` on its button; the view `items` loads shown while it is open, drawn the
-/// first time it opens (from a chunk of its own: see `on_demand`). `menu_open` is the message's
-/// (it draws the message in full so the list can reach past it).
+/// first time it opens (from a chunk of its own: see `on_demand`). `menu_open` is how many of the
+/// message's menus are open (it draws the message in full so a list can reach past it).
 #[component]
 pub fn FooterMenu<F, Fut>(
     class: &'static str,
     label: &'static str,
-    menu_open: RwSignal<bool>,
+    menu_open: RwSignal<u8>,
     items: F,
 ) -> impl IntoView
 where
@@ -26,14 +26,25 @@ where
     let toggle = move |_| {
         let now = !open.get_untracked();
         open.set(now);
-        menu_open.set(now);
+        menu_open.update(|open| {
+            *open = if now {
+                *open + 1
+            } else {
+                open.saturating_sub(1)
+            }
+        });
     };
+    // A footer drawn again (the answer's run ended anew) takes its open menu with it.
+    on_cleanup(move || {
+        if open.try_get_untracked() == Some(true) {
+            menu_open.try_update(|open| *open = open.saturating_sub(1));
+        }
+    });
     view! {
         <div class=format!("menu {class}")>
             <button
                 type="button"
                 class="footer-action menu-toggle"
-                aria-haspopup="menu"
                 aria-expanded=move || if open.get() { "true" } else { "false" }
                 on:click=toggle
             >

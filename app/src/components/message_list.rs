@@ -344,7 +344,7 @@ fn AssistantMessage(
     // Its export menu is open: the message is drawn in full so the menu can reach past it (a
     // class rather than `:has()`, which would make every page of messages going in cost style
     // work for all the messages already shown).
-    let menu_open = RwSignal::new(false);
+    let menu_open = RwSignal::new(0u8);
     let message_id = id.clone();
     let answer_id = StoredValue::new(id.clone());
     let siblings = StoredValue::new(siblings);
@@ -379,7 +379,7 @@ fn AssistantMessage(
             class="message assistant"
             data-message-id=message_id
             class:live=streaming
-            class:menu-open=move || menu_open.get()
+            class:menu-open=move || menu_open.get() != 0
             data-status=move || model.status.get().as_str()
             aria-busy=move || streaming().to_string()
         >
@@ -446,7 +446,7 @@ fn MessageFooter(
     model: MessageModel,
     trace_id: String,
     state: ChatState,
-    menu_open: RwSignal<bool>,
+    menu_open: RwSignal<u8>,
     /// The answer's versions and rerun actions (`branches.rs`).
     branches: AnyView,
     /// The reader's thumbs and comment (`feedback.rs`).

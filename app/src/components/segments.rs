@@ -251,10 +251,10 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
         Some((mode, open)) if mode == settings.get().mode => open,
         _ => verbose(),
     };
-    // The parts are drawn the first time the block opens.
-    let opened = RwSignal::new(false);
+    // The parts are drawn the first time the block opens, and stay.
+    let drawn = Memo::new(move |before: Option<&bool>| before == Some(&true) || open());
     let parts = move || {
-        (open() || opened.get()).then(|| {
+        drawn.get().then(|| {
             segment.with(|segment| {
                 segment
                     .parts
@@ -266,7 +266,6 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
     };
     let toggle = move |_| {
         let now = !open();
-        opened.set(true);
         chosen.set(Some((settings.get_untracked().mode, now)));
     };
     let step = segment.with_untracked(|segment| segment.id.clone());
@@ -390,23 +389,21 @@ pub fn ToolCallSegment(
         open_by_default(&settings, status.get(), streaming.get(), tool_count.get())
     });
     let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
-    let opened = RwSignal::new(false);
     let open = move || match chosen.get() {
         Some((mode, open)) if mode == settings.get().mode => open,
         _ => by_default.get(),
     };
     let toggle = move |_| {
         let now = !open();
-        if now {
-            opened.set(true);
-        }
         let mode = settings.get_untracked().mode;
         // Back to the default is no choice (the block follows the mode and the call again).
         chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
     };
-    // A collapsed block's body is drawn the first time it opens: a long conversation holds
-    // thousands of closed blocks.
-    let drawn = move || open() || opened.get();
+    // A collapsed block's body is drawn the first time it opens (a long conversation holds
+    // thousands of closed blocks), and stays when the block closes, by a click or by itself (a
+    // call that ends, the run's end, the mode): what the reader did in it ("Show all", a
+    // scroll) is kept.
+    let drawn = Memo::new(move |before: Option<&bool>| before == Some(&true) || open());
     let (name, call_id) = call.with_untracked(|c| (c.name.clone(), c.call_id.clone()));
     // The display line ("Searching for 'TODO'…") when the tool gave one; the name follows anyway,
     // so a call without one shows its name once (an MCP tool as its server and tool).
@@ -442,7 +439,7 @@ pub fn ToolCallSegment(
                 {tool_name_view(&name)}
                 {status_view}
             </button>
-            <Show when=drawn>
+            <Show when=move || drawn.get()>
                 <div class="segment-body" hidden=move || !open()>
                     <ToolCallBody call output />
                 </div>
