@@ -244,17 +244,14 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
             }
         })
     };
-    let verbose = move || settings.get().mode == DisplayMode::Verbose;
-    // A person's choice (in the mode it was made in) wins over the mode's default.
-    let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
-    let open = move || match chosen.get() {
-        Some((mode, open)) if mode == settings.get().mode => open,
-        _ => verbose(),
-    };
+    let block = Disclosure::new(
+        settings,
+        Memo::new(move |_| settings.get().mode == DisplayMode::Verbose),
+    );
+    let open = move || block.open.get();
     // The parts are drawn the first time the block opens, and stay.
-    let drawn = Memo::new(move |before: Option<&bool>| before == Some(&true) || open());
     let parts = move || {
-        drawn.get().then(|| {
+        block.drawn.get().then(|| {
             segment.with(|segment| {
                 segment
                     .parts
@@ -264,10 +261,7 @@ fn StoredReasoning(segment: Signal<Reasoning>) -> impl IntoView {
             })
         })
     };
-    let toggle = move |_| {
-        let now = !open();
-        chosen.set(Some((settings.get_untracked().mode, now)));
-    };
+    let toggle = move |_| block.toggle();
     let step = segment.with_untracked(|segment| segment.id.clone());
     // A disclosure, not a `<details>`: see `ToolCallSegment`.
     view! {
@@ -388,22 +382,9 @@ pub fn ToolCallSegment(
         let settings = settings.get();
         open_by_default(&settings, status.get(), streaming.get(), tool_count.get())
     });
-    let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
-    let open = move || match chosen.get() {
-        Some((mode, open)) if mode == settings.get().mode => open,
-        _ => by_default.get(),
-    };
-    let toggle = move |_| {
-        let now = !open();
-        let mode = settings.get_untracked().mode;
-        // Back to the default is no choice (the block follows the mode and the call again).
-        chosen.set((now != by_default.get_untracked()).then_some((mode, now)));
-    };
-    // A collapsed block's body is drawn the first time it opens (a long conversation holds
-    // thousands of closed blocks), and stays when the block closes, by a click or by itself (a
-    // call that ends, the run's end, the mode): what the reader did in it ("Show all", a
-    // scroll) is kept.
-    let drawn = Memo::new(move |before: Option<&bool>| before == Some(&true) || open());
+    let block = Disclosure::new(settings, by_default);
+    let open = move || block.open.get();
+    let toggle = move |_| block.toggle();
     let (name, call_id) = call.with_untracked(|c| (c.name.clone(), c.call_id.clone()));
     // The display line ("Searching for 'TODO'…") when the tool gave one; the name follows anyway,
     // so a call without one shows its name once (an MCP tool as its server and tool).
@@ -439,7 +420,7 @@ pub fn ToolCallSegment(
                 {tool_name_view(&name)}
                 {status_view}
             </button>
-            <Show when=move || drawn.get()>
+            <Show when=move || block.drawn.get()>
                 <div class="segment-body" hidden=move || !open()>
                     <ToolCallBody call output />
                 </div>
@@ -447,6 +428,47 @@ pub fn ToolCallSegment(
         </div>
     }
     .into_any()
+}
+
+/// A block's open or closed state, for a tool call or reasoning: the display mode's default
+/// (`by_default`) unless the reader chose otherwise in the mode they are in; and whether its body
+/// is drawn: from the first time it opens (a long conversation holds thousands of closed
+/// blocks) for good, also when the block closes by itself (a call that ends, the run's end, the
+/// mode), so what the reader did in it ("Show all", a scroll) is kept.
+#[derive(Clone, Copy)]
+struct Disclosure {
+    settings: RwSignal<Settings>,
+    by_default: Memo<bool>,
+    chosen: RwSignal<Option<(DisplayMode, bool)>>,
+    open: Memo<bool>,
+    drawn: Memo<bool>,
+}
+
+impl Disclosure {
+    fn new(settings: RwSignal<Settings>, by_default: Memo<bool>) -> Self {
+        let chosen = RwSignal::new(None::<(DisplayMode, bool)>);
+        let open = Memo::new(move |_| match chosen.get() {
+            Some((mode, open)) if mode == settings.get().mode => open,
+            _ => by_default.get(),
+        });
+        let drawn = Memo::new(move |before: Option<&bool>| before == Some(&true) || open.get());
+        Disclosure {
+            settings,
+            by_default,
+            chosen,
+            open,
+            drawn,
+        }
+    }
+
+    /// The header's click. Back to the default is no choice: the block follows the mode (and a
+    /// call's status) again.
+    fn toggle(&self) {
+        let now = !self.open.get_untracked();
+        let mode = self.settings.get_untracked().mode;
+        self.chosen
+            .set((now != self.by_default.get_untracked()).then_some((mode, now)));
+    }
 }
 
 /// Whether a tool block is open when nobody chose: a call that waits for a person is open in
