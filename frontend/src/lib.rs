@@ -23,8 +23,10 @@ pub fn hydrate() {
         // instantiating the wasm, and the two made one long task (52-88 ms for a new chat on the
         // benchmark's machine, 20-31 ms of it the compile's).
         wasm_bindgen_futures::spawn_local(async move {
-            next_task().await;
+            app::components::deferred::next_task().await;
             leptos::mount::hydrate_body(app::App);
+            // Each message hydrates in a task of its own after the rest (`deferred`).
+            app::components::deferred::settled().await;
             mark_hydrated(&body);
         });
     } else {
@@ -37,19 +39,6 @@ pub fn hydrate() {
         });
     }
     install_test_panic_hook();
-}
-
-/// Resolves in a new task (a zero timeout), so the browser may paint and handle input first. A
-/// promise rather than a `Closure`: the wasm's size budget (end2end/tests/bundle.test.mjs) had
-/// no room for the closure's glue.
-async fn next_task() {
-    let timer = js_sys::Promise::new(&mut |resolve, _| {
-        let set = web_sys::window().map(|window| window.set_timeout_with_callback(&resolve));
-        if !matches!(set, Some(Ok(_))) {
-            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
 }
 
 /// Whether the page is one whose route is lazily loaded.

@@ -1,6 +1,7 @@
 use leptos::prelude::*;
 
 use super::branches::{RegenerateActions, SiblingNav, UserMessage};
+use super::deferred::Deferred;
 use super::feed::MessageModel;
 use super::feedback::{AnswerFeedback, FeedbackStore, NoteTarget};
 use super::live::{ChatState, Entry};
@@ -42,11 +43,13 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                 // A list per page (see `live::Page`): a page loaded or a message added draws only
                 // its own page's entries.
                 <For each=move || state.pages.get() key=|page| page.key let:page>
+                    // Each message hydrates in a task of its own (`Deferred`); erased as before, so
+                    // the list's code is the one it shares with every other list of views.
                     <For each=move || page.entries.get() key=Entry::key let:entry>
-                        {match entry {
+                        {Deferred::new(move || match entry {
                             Entry::User { id, text, siblings } => view! { <UserMessage id text siblings state /> }.into_any(),
                             Entry::Assistant { id, model, siblings } => view! { <AssistantMessage id model siblings state /> }.into_any(),
-                        }}
+                        }).into_any()}
                     </For>
                 </For>
             </div>

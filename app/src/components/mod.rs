@@ -4,6 +4,7 @@ pub mod activity;
 mod approval;
 mod branches;
 mod composer;
+pub mod deferred;
 pub mod escape;
 pub mod feed;
 pub mod feedback;

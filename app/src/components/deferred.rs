@@ -1,0 +1,298 @@
+//! Each message of a conversation hydrates in a task of its own, after the rest of the page: the
+//! browser can paint and answer input between them, and no one task grows with the page (issue
+//! 38: a conversation's opening was one task of 50-120 ms on the benchmark's machine, about half
+//! of it V8 compiling the wasm functions that a message's hydration runs for the first time).
+//!
+//! [`Deferred`] wraps a view made by a closure whose HTML is one element (a message's `<article>`).
+//! On the server, and in the browser's own renders (a page loaded, a message added), it is that
+//! view, made and drawn at once. While the page hydrates, it takes the server's element as it is,
+//! moves the hydration cursor past it, and in a later task makes the view (the component's body
+//! runs there, under the message's own reactive owner) and hydrates that element in place. Until
+//! then the element is there and readable, its buttons not yet live, as the whole page is before
+//! the wasm starts. Nothing is drawn twice. (`components::inert` is its sibling: there the
+//! server's element stays for good, here the view takes it over a task later.)
+//!
+//! Written here rather than taken from a crate: Leptos has no deferred hydration short of
+//! islands (a second kind of component across the app), and its async hydration walk stops at
+//! the `<Transition>` the conversation is in (Suspense boundaries hydrate synchronously).
+
+use std::{
+    cell::RefCell,
+    rc::Rc,
+    sync::atomic::{AtomicUsize, Ordering},
+};
+
+use leptos::{
+    attr::{any_attribute::AnyAttribute, Attribute},
+    prelude::{AddAnyAttr, AnyView, IntoAny, Owner, Render, RenderHtml},
+    tachys::{
+        hydration::Cursor,
+        renderer::{
+            types::{Element, Node},
+            CastFrom, Rndr,
+        },
+        ssr::StreamBuilder,
+        view::{any_view::AnyViewState, Mountable, Position, PositionState},
+    },
+};
+
+/// A view made when it is first needed, and hydrated in a task of its own.
+pub struct Deferred(Inner);
+
+enum Inner {
+    Make(Box<dyn FnOnce() -> AnyView + Send>),
+    Made(AnyView),
+}
+
+impl Deferred {
+    pub fn new(make: impl FnOnce() -> AnyView + Send + 'static) -> Self {
+        Self(Inner::Make(Box::new(make)))
+    }
+
+    fn view(self) -> AnyView {
+        match self.0 {
+            Inner::Make(make) => make(),
+            Inner::Made(view) => view,
+        }
+    }
+}
+
+/// A [`Deferred`] view's nodes: the server's element until the view is hydrated, then the view's.
+pub struct DeferredState(Rc<RefCell<Slot>>);
+
+enum Slot {
+    /// Hydration is waiting for its task; the server's element stands in.
+    Waiting(Element),
+    Ready(AnyViewState),
+    /// Unmounted or replaced before its task came.
+    Gone,
+}
+
+impl Render for Deferred {
+    type State = DeferredState;
+
+    fn build(self) -> Self::State {
+        DeferredState(Rc::new(RefCell::new(Slot::Ready(self.view().build()))))
+    }
+
+    fn rebuild(self, state: &mut Self::State) {
+        let mut slot = state.0.borrow_mut();
+        match &mut *slot {
+            Slot::Ready(inner) => self.view().rebuild(inner),
+            Slot::Waiting(element) => {
+                // Drawn afresh where the server's element stood; the waiting task finds it gone.
+                let mut built = self.view().build();
+                if let Some(parent) = Rndr::get_parent(element).and_then(Element::cast_from) {
+                    built.mount(&parent, Some(element));
+                }
+                Rndr::remove(element);
+                *slot = Slot::Ready(built);
+            }
+            Slot::Gone => *slot = Slot::Ready(self.view().build()),
+        }
+    }
+}
+
+/// A state dropped before its task came (the list went, another conversation opened) leaves
+/// nothing for the task to hydrate.
+impl Drop for DeferredState {
+    fn drop(&mut self) {
+        if let Ok(mut slot) = self.0.try_borrow_mut() {
+            if matches!(*slot, Slot::Waiting(_)) {
+                *slot = Slot::Gone;
+            }
+        }
+    }
+}
+
+impl Mountable for DeferredState {
+    fn unmount(&mut self) {
+        let mut slot = self.0.borrow_mut();
+        match &mut *slot {
+            Slot::Ready(inner) => inner.unmount(),
+            Slot::Waiting(element) => {
+                Rndr::remove(element);
+                *slot = Slot::Gone;
+            }
+            Slot::Gone => {}
+        }
+    }
+
+    fn mount(&mut self, parent: &Element, marker: Option<&Node>) {
+        match &mut *self.0.borrow_mut() {
+            Slot::Ready(inner) => inner.mount(parent, marker),
+            Slot::Waiting(element) => Rndr::insert_node(parent, element, marker),
+            Slot::Gone => {}
+        }
+    }
+
+    fn insert_before_this(&self, child: &mut dyn Mountable) -> bool {
+        match &*self.0.borrow() {
+            Slot::Ready(inner) => inner.insert_before_this(child),
+            Slot::Waiting(element) => {
+                let parent = Rndr::get_parent(element).and_then(Element::cast_from);
+                parent.is_some_and(|parent| {
+                    child.mount(&parent, Some(element));
+                    true
+                })
+            }
+            Slot::Gone => false,
+        }
+    }
+
+    fn elements(&self) -> Vec<Element> {
+        match &*self.0.borrow() {
+            Slot::Ready(inner) => inner.elements(),
+            Slot::Waiting(element) => vec![element.clone()],
+            Slot::Gone => Vec::new(),
+        }
+    }
+}
+
+impl AddAnyAttr for Deferred {
+    type Output<SomeNewAttr: Attribute> = Deferred;
+
+    fn add_any_attr<NewAttr: Attribute>(self, _attr: NewAttr) -> Self::Output<NewAttr> {
+        self
+    }
+}
+
+impl RenderHtml for Deferred {
+    type AsyncOutput = AnyView;
+    type Owned = Deferred;
+    const MIN_LENGTH: usize = 0;
+
+    fn dry_resolve(&mut self) {
+        let made = match std::mem::replace(&mut self.0, Inner::Made(().into_any())) {
+            Inner::Make(make) => make(),
+            Inner::Made(view) => view,
+        };
+        self.0 = Inner::Made(made);
+        if let Inner::Made(view) = &mut self.0 {
+            view.dry_resolve();
+        }
+    }
+
+    async fn resolve(self) -> Self::AsyncOutput {
+        self.view().resolve().await
+    }
+
+    fn to_html_with_buf(
+        self,
+        buf: &mut String,
+        position: &mut Position,
+        escape: bool,
+        mark_branches: bool,
+        extra_attrs: Vec<AnyAttribute>,
+    ) {
+        self.view()
+            .to_html_with_buf(buf, position, escape, mark_branches, extra_attrs);
+    }
+
+    fn to_html_async_with_buf<const OUT_OF_ORDER: bool>(
+        self,
+        buf: &mut StreamBuilder,
+        position: &mut Position,
+        escape: bool,
+        mark_branches: bool,
+        extra_attrs: Vec<AnyAttribute>,
+    ) {
+        self.view().to_html_async_with_buf::<OUT_OF_ORDER>(
+            buf,
+            position,
+            escape,
+            mark_branches,
+            extra_attrs,
+        );
+    }
+
+    fn hydrate<const FROM_SERVER: bool>(
+        self,
+        cursor: &Cursor,
+        position: &PositionState,
+    ) -> Self::State {
+        let Some(element) = next_element(cursor, position) else {
+            let inner = self.view().hydrate::<FROM_SERVER>(cursor, position);
+            return DeferredState(Rc::new(RefCell::new(Slot::Ready(inner))));
+        };
+        // Past the element, as hydrating it would have left the cursor.
+        cursor.set(element.clone().into());
+        position.set(Position::NextChild);
+        let slot = Rc::new(RefCell::new(Slot::Waiting(element)));
+        hydrate_deferred::<FROM_SERVER>(self, Rc::clone(&slot));
+        DeferredState(slot)
+    }
+
+    async fn hydrate_async(self, cursor: &Cursor, position: &PositionState) -> Self::State {
+        let inner = self.view().hydrate_async(cursor, position).await;
+        DeferredState(Rc::new(RefCell::new(Slot::Ready(inner))))
+    }
+
+    fn into_owned(self) -> Self::Owned {
+        self
+    }
+}
+
+/// The element the view would hydrate next, where it is one (the cursor left where it was).
+fn next_element(cursor: &Cursor, position: &PositionState) -> Option<Element> {
+    let current = cursor.current();
+    let next = match position.get() {
+        Position::FirstChild => Rndr::first_child(&current),
+        Position::Current => Some(current),
+        _ => Rndr::next_sibling(&current),
+    };
+    next.and_then(Element::cast_from)
+}
+
+/// Deferred views whose task has not come yet (the browser has one thread).
+static WAITING: AtomicUsize = AtomicUsize::new(0);
+
+/// In a task of its own, under the reactive owner the view would have had: makes the view and
+/// hydrates the waiting element, unless it went meanwhile.
+fn hydrate_deferred<const FROM_SERVER: bool>(deferred: Deferred, slot: Rc<RefCell<Slot>>) {
+    let owner = Owner::current();
+    let hydrate = move || {
+        let element = match &*slot.borrow() {
+            Slot::Waiting(element) => element.clone(),
+            _ => return,
+        };
+        let cursor = Cursor::new(element);
+        let inner = deferred
+            .view()
+            .hydrate::<FROM_SERVER>(&cursor, &PositionState::new(Position::Current));
+        *slot.borrow_mut() = Slot::Ready(inner);
+    };
+    WAITING.fetch_add(1, Ordering::Relaxed);
+    leptos::task::spawn_local(async move {
+        #[cfg(feature = "hydrate")]
+        next_task().await;
+        match owner {
+            Some(owner) => owner.with(hydrate),
+            None => hydrate(),
+        }
+        WAITING.fetch_sub(1, Ordering::Relaxed);
+    });
+}
+
+/// Resolves once every deferred view of the page has hydrated (the page is then fully live).
+#[cfg(feature = "hydrate")]
+pub async fn settled() {
+    while WAITING.load(Ordering::Relaxed) > 0 {
+        next_task().await;
+    }
+}
+
+/// Resolves in a new task (a zero timeout), so the browser may paint and handle input first. A
+/// promise rather than a `Closure`: the wasm's size budget (end2end/tests/bundle.test.mjs) had
+/// no room for the closure's glue. Not `scheduler.yield()`: its continuation would go ahead of
+/// the input and painting this is for, and the timeouts, all set from one task, are not clamped.
+#[cfg(feature = "hydrate")]
+pub async fn next_task() {
+    let timer = web_sys::js_sys::Promise::new(&mut |resolve, _| {
+        let set = web_sys::window().map(|window| window.set_timeout_with_callback(&resolve));
+        if !matches!(set, Some(Ok(_))) {
+            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
+        }
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
+}
