@@ -25,7 +25,7 @@ pub fn hydrate() {
         wasm_bindgen_futures::spawn_local(async move {
             app::components::deferred::next_task().await;
             leptos::mount::hydrate_body(app::App);
-            // Each message hydrates in a task of its own after the rest (`deferred`).
+            // Each message and the composer hydrate in tasks of their own after the rest (`deferred`).
             app::components::deferred::settled().await;
             mark_hydrated(&body);
         });

@@ -1,9 +1,12 @@
-//! Each message of a conversation hydrates in a task of its own, after the rest of the page: the
-//! browser can paint and answer input between them, and no one task grows with the page (issue
-//! 38: a conversation's opening was one task of 50-120 ms on the benchmark's machine, about half
-//! of it V8 compiling the wasm functions that a message's hydration runs for the first time).
+//! Each message of a conversation (and the composer) hydrates in a task of its own, after the
+//! rest of the page: the browser can paint and answer input between them, and no one task grows
+//! with the page (issue 38: a conversation's opening was one task of 50-120 ms on the benchmark's
+//! machine, about half of it V8 compiling the wasm functions that a message's hydration runs for
+//! the first time).
 //!
 //! [`Deferred`] wraps a view made by a closure whose HTML is one element (a message's `<article>`).
+//! The view must make no resource: made after the page's hydration has ended, a resource would
+//! not find its value in the page and would ask the server again.
 //! On the server, and in the browser's own renders (a page loaded, a message added), it is that
 //! view, made and drawn at once. While the page hydrates, it takes the server's element as it is,
 //! moves the hydration cursor past it, and in a later task makes the view (the component's body
