@@ -25,7 +25,7 @@ pub fn hydrate() {
         wasm_bindgen_futures::spawn_local(async move {
             app::components::deferred::next_task().await;
             leptos::mount::hydrate_body(app::App);
-            // Each message and the composer hydrate in tasks of their own after the rest (`deferred`).
+            // Each stored message hydrates in a task of its own after the rest (`deferred`).
             app::components::deferred::settled().await;
             mark_hydrated(&body);
         });
@@ -35,6 +35,7 @@ pub fn hydrate() {
         wasm_bindgen_futures::spawn_local(async move {
             let owner = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
             owner.forget();
+            app::components::deferred::settled().await;
             mark_hydrated(&body);
         });
     }

@@ -1,12 +1,19 @@
-//! Each message of a conversation (and the composer) hydrates in a task of its own, after the
-//! rest of the page: the browser can paint and answer input between them, and no one task grows
-//! with the page (issue 38: a conversation's opening was one task of 50-120 ms on the benchmark's
-//! machine, about half of it V8 compiling the wasm functions that a message's hydration runs for
-//! the first time).
+//! Each stored message of a conversation hydrates in a task of its own, after the rest of the
+//! page: the browser can paint and answer input between them, and no one task grows with the
+//! page (issue 38: a conversation's opening was one task of 50-120 ms on the benchmark's machine,
+//! about half of it V8 compiling the wasm functions that a message's hydration runs for the
+//! first time).
 //!
 //! [`Deferred`] wraps a view made by a closure whose HTML is one element (a message's `<article>`).
-//! The view must make no resource: made after the page's hydration has ended, a resource would
-//! not find its value in the page and would ask the server again.
+//! What it may hold is narrow:
+//! - nothing that takes a hydration id (a resource, `<Suspense>`, `<Transition>`, an error
+//!   boundary): made after the page's hydration has ended, it would take its id out of the
+//!   server's order and ask the server again (the sidebar was tried: its account resources did);
+//! - nothing whose signals change before its task runs: hydration writes no attribute or text
+//!   the server sent, so the server's HTML must still be what the view would draw (the answer
+//!   being written is not deferred, nor the composer, whose field the reader may type into);
+//! - a view that takes input (the composer) would also lose what was typed before its task.
+//!
 //! On the server, and in the browser's own renders (a page loaded, a message added), it is that
 //! view, made and drawn at once. While the page hydrates, it takes the server's element as it is,
 //! moves the hydration cursor past it, and in a later task makes the view (the component's body
@@ -113,10 +120,9 @@ impl Mountable for DeferredState {
         let mut slot = self.0.borrow_mut();
         match &mut *slot {
             Slot::Ready(inner) => inner.unmount(),
-            Slot::Waiting(element) => {
-                Rndr::remove(element);
-                *slot = Slot::Gone;
-            }
+            // Taken out but still waiting: `mount` puts it back, and its task hydrates it where
+            // it is (only a dropped state is gone).
+            Slot::Waiting(element) => Rndr::remove(element),
             Slot::Gone => {}
         }
     }
@@ -278,6 +284,7 @@ fn hydrate_deferred<const FROM_SERVER: bool>(deferred: Deferred, slot: Rc<RefCel
 }
 
 /// Resolves once every deferred view of the page has hydrated (the page is then fully live).
+/// Code that looks for a message's element or clicks it (a search hit's step) waits for it.
 #[cfg(feature = "hydrate")]
 pub async fn settled() {
     while WAITING.load(Ordering::Relaxed) > 0 {

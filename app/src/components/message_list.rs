@@ -43,13 +43,8 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
                 // A list per page (see `live::Page`): a page loaded or a message added draws only
                 // its own page's entries.
                 <For each=move || state.pages.get() key=|page| page.key let:page>
-                    // Each message hydrates in a task of its own (`Deferred`); erased as before, so
-                    // the list's code is the one it shares with every other list of views.
                     <For each=move || page.entries.get() key=Entry::key let:entry>
-                        {Deferred::new(move || match entry {
-                            Entry::User { id, text, siblings } => view! { <UserMessage id text siblings state /> }.into_any(),
-                            Entry::Assistant { id, model, siblings } => view! { <AssistantMessage id model siblings state /> }.into_any(),
-                        }).into_any()}
+                        {message_view(entry, state)}
                     </For>
                 </For>
             </div>
@@ -62,6 +57,37 @@ pub fn MessageList(state: ChatState) -> impl IntoView {
         </section>
     }
     .into_any()
+}
+
+/// A message of the list. Each stored one hydrates in a task of its own (`Deferred`), erased as
+/// before so the list's code is the one it shares with every other list of views. Not the
+/// answer being written: its stream starts as the page hydrates and changes what it shows, and a
+/// deferred view must find the server's HTML as its signals still are.
+fn message_view(entry: Entry, state: ChatState) -> AnyView {
+    let going = match &entry {
+        Entry::User { .. } => false,
+        Entry::Assistant { id, model, .. } => {
+            model.status.get_untracked() == MessageStatus::Streaming
+                || state
+                    .live_run
+                    .with_untracked(|run| run.as_ref().is_some_and(|run| &run.message_id == id))
+        }
+    };
+    let make = move || match entry {
+        Entry::User { id, text, siblings } => {
+            view! { <UserMessage id text siblings state /> }.into_any()
+        }
+        Entry::Assistant {
+            id,
+            model,
+            siblings,
+        } => view! { <AssistantMessage id model siblings state /> }.into_any(),
+    };
+    if going {
+        make()
+    } else {
+        Deferred::new(make).into_any()
+    }
 }
 
 /// Opened from a search hit (`?m=MESSAGE&step=STEP`): once the message is on the page, opens the
@@ -83,11 +109,14 @@ fn reveal_on_open(state: ChatState, leave: impl Fn() + Copy + 'static) {
         if revealed.with_value(|done| done.as_ref() == Some(&target)) {
             return;
         }
-        // After the entries are drawn (and the list has gone to its end).
-        leptos::leptos_dom::helpers::set_timeout(
-            move || seek(state, target, leave, revealed, switched),
-            std::time::Duration::from_millis(50),
-        );
+        // After the entries are drawn and hydrated (and the list has gone to its end).
+        leptos::task::spawn_local(async move {
+            super::deferred::settled().await;
+            leptos::leptos_dom::helpers::set_timeout(
+                move || seek(state, target, leave, revealed, switched),
+                std::time::Duration::from_millis(50),
+            );
+        });
     });
 }
 

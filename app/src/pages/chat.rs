@@ -2,7 +2,6 @@ use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 
 use crate::api::{get_conversation, list_conversations, list_models};
-use crate::components::deferred::Deferred;
 use crate::components::live::LiveRun;
 use crate::components::manage::{HeaderTitle, ListContext};
 use crate::components::{ChatState, Composer, MessageList, Sidebar};
@@ -104,10 +103,7 @@ fn ConversationView(
     view! {
         <ConversationHeader state title />
         <MessageList state />
-        // Each message and the composer hydrate in tasks of their own (`Deferred`). Not the
-        // sidebar: it makes resources (the account's), which must be made while the page
-        // hydrates to take their values from the page rather than ask the server again.
-        {Deferred::new(move || view! { <Composer state /> }.into_any()).into_any()}
+        <Composer state />
     }
     .into_any()
 }
