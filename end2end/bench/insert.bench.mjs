@@ -6,17 +6,8 @@
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
 import { insertionCosts } from './insertion.mjs';
+import { CHAT_TURNS, WORKSPACE, storedConversation } from './scenarios.mjs';
 
-function turn(index) {
-  const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
-  const text = `Turn ${index}: the **answer** with a table.\n\n| file | hits |\n|---|---|\n| a.rs | ${index} |\n| b.rs | 3 |\n\n` +
-    'A paragraph of explanation that runs on for a while, as answers do. '.repeat(6);
-  return { delta_chars: 400, delta_interval_ms: 0, steps: [{ reasoning: [`Turn ${index}.`] }, { tool_calls: calls }, { text }] };
-}
-const workspace = {};
-for (let file = 0; file < 5; file += 1) {
-  workspace[`src/module${file}.rs`] = Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n');
-}
 const KINDS = {
   details: '<details><summary>s</summary><p>x</p></details>',
   'div and button': '<div><button type="button">s</button><div hidden>x</div></div>',
@@ -24,19 +15,10 @@ const KINDS = {
 };
 const probe = { kinds: KINDS, target: 'article.message.assistant' };
 
-const server = await startServer({ workspace, scenarios: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`turn${i}`, turn(i)])) });
+const server = await startServer({ workspace: WORKSPACE, scenarios: CHAT_TURNS });
 const browser = await launchBrowser();
 try {
-  let conversationId = null;
-  for (let index = 0; index < 200; index += 1) {
-    const response = await fetch(`${server.url}/api/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ content: 'Next turn', model: `scenario:turn${index % 10}`, conversation_id: conversationId }),
-    });
-    const body = await response.text();
-    conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
-  }
+  const conversationId = await storedConversation(server, 200);
   const { page } = await openPage(browser);
   await page.goto(`${server.url}/c/${conversationId}`);
   await waitForHydration(page);

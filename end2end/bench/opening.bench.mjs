@@ -7,17 +7,7 @@
 // 'npm run bench'); ROUNDS=n sets the rounds (6), COLD=1 skips the new chat.
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
-
-function turn(index) {
-  const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
-  const text = `Turn ${index}: the **answer** with a table.\n\n| file | hits |\n|---|---|\n| a.rs | ${index} |\n| b.rs | 3 |\n\n` +
-    'A paragraph of explanation that runs on for a while, as answers do. '.repeat(6);
-  return { delta_chars: 400, delta_interval_ms: 0, steps: [{ reasoning: [`Turn ${index}.`] }, { tool_calls: calls }, { text }] };
-}
-const workspace = {};
-for (let file = 0; file < 5; file += 1) {
-  workspace[`src/module${file}.rs`] = Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n');
-}
+import { CHAT_TURNS, WORKSPACE, storedConversation } from './scenarios.mjs';
 
 // In the page from its first script on: long tasks, and the wasm's instantiation.
 const INSTRUMENT = () => {
@@ -35,19 +25,10 @@ const INSTRUMENT = () => {
   };
 };
 
-const server = await startServer({ workspace, scenarios: Object.fromEntries(Array.from({ length: 10 }, (_, i) => [`turn${i}`, turn(i)])) });
+const server = await startServer({ workspace: WORKSPACE, scenarios: CHAT_TURNS });
 const browser = await launchBrowser();
 try {
-  let conversationId = null;
-  for (let index = 0; index < 30; index += 1) {
-    const response = await fetch(`${server.url}/api/chat`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
-      body: JSON.stringify({ content: 'Next turn', model: `scenario:turn${index % 10}`, conversation_id: conversationId }),
-    });
-    const body = await response.text();
-    conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
-  }
+  const conversationId = await storedConversation(server, 30);
   for (let round = 0; round < Number(process.env.ROUNDS ?? 6); round += 1) {
     const { page, context } = await openPage(browser);
     await page.addInitScript(INSTRUMENT);

@@ -17,14 +17,11 @@
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration, send, useModel } from '../support/browser.mjs';
-import { busyRun, otherRun, storedRun } from './scenarios.mjs';
+import { busyRun, otherRun, storedRun, chatTurn, WORKSPACE } from './scenarios.mjs';
 
 const TOKENS = 10_000;
 const TOOL_CALLS = 50;
-const workspace = {};
-for (let file = 0; file < 5; file += 1) {
-  workspace[`src/module${file}.rs`] = Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n');
-}
+const workspace = WORKSPACE;
 
 // Recorded in the page from its first script on: long tasks, and when message_final arrives.
 const INSTRUMENT = () => {
@@ -182,14 +179,6 @@ async function compareBenchmark(browser, server) {
     await context.close();
     if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
   }
-}
-
-/** A turn of a long conversation: ten quick tool calls and a few paragraphs with a table. */
-function turn(index) {
-  const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
-  const text = `Turn ${index}: the **answer** with a table.\n\n| file | hits |\n|---|---|\n| a.rs | ${index} |\n| b.rs | 3 |\n\n` +
-    'A paragraph of explanation that runs on for a while, as answers do. '.repeat(6);
-  return { delta_chars: 400, delta_interval_ms: 0, steps: [{ reasoning: [`Turn ${index}.`] }, { tool_calls: calls }, { text }] };
 }
 
 /** 200 turns with 2,000 tool calls (and one 5,000-event trace): open, scroll, stream a new answer. */
@@ -354,7 +343,7 @@ const server = await startServer({
     replay_1k: busyRun(800, 4, 1),
     replay_5k: busyRun(4_000, 20, 1),
     busy_short: busyRun(2_000, 10, 1),
-    ...Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`turn${index}`, turn(index)])),
+    ...Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`turn${index}`, chatTurn(index)])),
     // Each grep_search call streams 40 matching lines: about 42 events per call.
     big: busyRun(4_160, 30, 0),
     compare_a: busyRun(2_000, 249, 0),

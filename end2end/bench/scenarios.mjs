@@ -53,3 +53,35 @@ export async function storedRun(server, model) {
   if (!traceId) throw new Error('no trace id in the run\'s first event');
   return { traceId, count: events.length };
 }
+
+/** Five source files whose lines the grep_search tool of `chatTurn` finds. */
+export const WORKSPACE = Object.fromEntries(Array.from({ length: 5 }, (_, file) => [
+  `src/module${file}.rs`,
+  Array.from({ length: 40 }, (_, line) => `let term${line % 5} = ${line};`).join('\n'),
+]));
+
+/** A turn of the long-chat benchmark: ten quick tool calls and a few paragraphs with a table. */
+export function chatTurn(index) {
+  const calls = Array.from({ length: 10 }, (_, call) => ({ name: 'grep_search', args: { query: `term${(index + call) % 5}` } }));
+  const text = `Turn ${index}: the **answer** with a table.\n\n| file | hits |\n|---|---|\n| a.rs | ${index} |\n| b.rs | 3 |\n\n` +
+    'A paragraph of explanation that runs on for a while, as answers do. '.repeat(6);
+  return { delta_chars: 400, delta_interval_ms: 0, steps: [{ reasoning: [`Turn ${index}.`] }, { tool_calls: calls }, { text }] };
+}
+
+/** Scenarios `turn0` to `turn9`, as `chatTurn` makes them. */
+export const CHAT_TURNS = Object.fromEntries(Array.from({ length: 10 }, (_, index) => [`turn${index}`, chatTurn(index)]));
+
+/** A conversation of `turns` turns of `CHAT_TURNS`, stored through the API; returns its id. */
+export async function storedConversation(server, turns) {
+  let conversationId = null;
+  for (let index = 0; index < turns; index += 1) {
+    const response = await fetch(`${server.url}/api/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+      body: JSON.stringify({ content: 'Next turn', model: `scenario:turn${index % 10}`, conversation_id: conversationId }),
+    });
+    const body = await response.text();
+    conversationId ??= /"conversation_id":"([^"]+)"/.exec(body)?.[1];
+  }
+  return conversationId;
+}
