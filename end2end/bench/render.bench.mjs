@@ -12,7 +12,8 @@
 // 4. A conversation of 200 turns, 2,000 tool calls and a 5,000-event trace: long tasks while it
 //    opens, while every earlier page loads (to 400 messages shown, each page timed), while the
 //    reader's wheel scrolls the message list end to end, and while a new answer streams.
-// 5. Two runs of about 500 steps on the compare page (issue 36): long tasks while it opens.
+// 5. Two runs of about 500 steps on the compare page (issue 36): long tasks while it opens,
+//    directly and from run A's trace page (whose own opening is measured on the way).
 // `npm run bench -- stream|trace|replay|long|compare` runs one part.
 
 import { startServer } from '../support/server.mjs';
@@ -176,6 +177,32 @@ async function compareBenchmark(browser, server) {
     const tasks = await page.evaluate(() => window.__bench.longTasks.map((task) => task.duration));
     const rows = await page.locator('.compare-row').count();
     console.log(`  round ${round}: ${rows} rows drawn, hydrated in ${hydrated} ms; long tasks over 50 ms: ${tasks.length}${tasks.length ? ` (longest ${Math.max(...tasks).toFixed(0)} ms)` : ''}`);
+    await context.close();
+    if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
+  }
+  // Reached from run A's trace page, as its "Compare with…" link does: built in the browser.
+  for (let round = 0; round < 3; round += 1) {
+    const { page, context, problems } = await openPage(browser);
+    await page.addInitScript(INSTRUMENT);
+    await page.goto(`${server.url}/t/${a}`);
+    await waitForHydration(page);
+    await page.waitForTimeout(1_000);
+    const opening = await page.evaluate(() => window.__bench.longTasks.map((task) => task.duration));
+    const before = opening.length;
+    const started = Date.now();
+    await page.evaluate((href) => {
+      const link = Object.assign(document.createElement('a'), { href, textContent: 'Compare' });
+      document.querySelector('main').append(link);
+      link.click();
+    }, `/compare/${a}/${b}`);
+    await page.locator('.compare-row').first().waitFor();
+    const shown = Date.now() - started;
+    await page.waitForFunction((count) => document.querySelectorAll('.compare-row').length === count, comparison.rows.length);
+    const all = Date.now() - started;
+    await page.waitForTimeout(500);
+    const tasks = await page.evaluate((from) => window.__bench.longTasks.slice(from).map((task) => task.duration), before);
+    console.log(`  run A's trace page (${comparison.a.steps.length} steps) opened: long tasks over 50 ms: ${opening.length}${opening.length ? ` (${opening.map((ms) => ms.toFixed(0)).join(', ')} ms)` : ''}`);
+    console.log(`  from the trace page ${round}: first rows in ${shown} ms, all ${comparison.rows.length} in ${all} ms; long tasks over 50 ms: ${tasks.length}${tasks.length ? ` (longest ${Math.max(...tasks).toFixed(0)} ms)` : ''}`);
     await context.close();
     if (problems.length) throw new Error(`the page reported problems:\n${problems.join('\n')}`);
   }

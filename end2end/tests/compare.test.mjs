@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeOpenAI, providersFile, chunk, toolCall } from '../support/fake-openai.mjs';
 import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+import { busyRun, otherRun, storedRun } from '../bench/scenarios.mjs';
 
 let server;
 let fake;
@@ -32,7 +33,12 @@ before(async () => {
   fake = await startFakeOpenAI({ respond: readThenAnswer });
   const dir = mkdtempSync(join(tmpdir(), 'glassbox-compare-'));
   const providers = providersFile(dir, fake.baseUrl, { writeFileSync, join }, ['one', 'two']);
-  server = await startServer({ args: ['--providers-file', providers], workspace: { 'notes.md': 'TODO: write the docs\n' } });
+  server = await startServer({
+    args: ['--providers-file', providers],
+    workspace: { 'notes.md': 'TODO: write the docs\n' },
+    // Two runs of 62 steps each (a reasoning part, 30 tool calls, 31 texts), for the long view.
+    scenarios: { long_a: busyRun(310, 30, 0), long_b: otherRun(busyRun(310, 30, 0)) },
+  });
   browser = await launchBrowser();
 });
 
@@ -100,6 +106,50 @@ test('two runs with different tool calls compare step by step, the same after a 
   const [left, right] = await page.locator('.compare-row.same .compare-cell').evaluateAll((cells) => cells.map((cell) => cell.getBoundingClientRect().toJSON()));
   assert.ok(right.top >= left.bottom - 1, `stacked: ${JSON.stringify([left, right])}`);
   assert.ok(await page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth), 'no sideways scroll');
+  assert.deepEqual(problems, []);
+});
+
+/** Whether the compare view's `index`th row (or the last) has its contents laid out. */
+function rowDrawn(page, index) {
+  return page.locator('.compare-row').evaluateAll((rows, at) => {
+    const row = at < 0 ? rows[rows.length - 1] : rows[at];
+    return row.querySelector('.compare-cell').checkVisibility();
+  }, index);
+}
+
+// Issue 36's speed. Opened directly, the server's page lays out only the rows near the top in its
+// first frames; the others and the timelines' bars are drawn as the reader nears them. Reached
+// from another page, the browser builds the rows a chunk per task, and all of them arrive.
+test('a long comparison draws its later rows and bars as the reader scrolls to them', async () => {
+  const a = (await storedRun(server, 'scenario:long_a')).traceId;
+  const b = (await storedRun(server, 'scenario:long_b')).traceId;
+  const expected = (await (await fetch(`${server.url}/api/compare/${a}/${b}`)).json()).rows.length;
+  assert.ok(expected > 60, `${expected} rows`);
+  const { page, problems } = await openPage(browser, { viewport: { width: 1280, height: 720 } });
+  const opened = async (direct) => {
+    await waitForHydration(page);
+    await page.waitForFunction((count) => document.querySelectorAll('.compare-row').length === count, expected);
+    assert.equal(await rowDrawn(page, 0), true, 'the first row is drawn');
+    if (direct) assert.equal(await rowDrawn(page, -1), false, 'the last row waits until the reader nears it');
+    await page.locator('.compare-row').last().evaluate((row) => row.scrollIntoView());
+    await page.waitForFunction(() => [...document.querySelectorAll('.compare-row')].at(-1).querySelector('.compare-cell').checkVisibility());
+    await page.locator('.compare-timeline .timeline-row').last().evaluate((row) => row.scrollIntoView());
+    const bar = page.locator('.compare-timeline .timeline-bar').last();
+    await bar.waitFor({ state: 'visible' });
+    assert.ok((await bar.boundingBox()).width > 0, 'the last bar is drawn');
+  };
+  await page.goto(`${server.url}/compare/${a}/${b}`);
+  await opened(true);
+  await page.goto(`${server.url}/t/${a}`);
+  await waitForHydration(page);
+  // A link to the comparison on the trace page, followed by the router (as "Compare with…" is).
+  await page.evaluate((href) => {
+    const link = Object.assign(document.createElement('a'), { href, textContent: 'compare' });
+    document.querySelector('main').append(link);
+    link.click();
+  }, `/compare/${a}/${b}`);
+  await page.waitForURL(/\/compare\//);
+  await opened(false);
   assert.deepEqual(problems, []);
 });
 

@@ -3,6 +3,7 @@
 pub mod activity;
 mod approval;
 mod branches;
+pub mod chunks;
 mod composer;
 pub mod deferred;
 pub mod escape;
@@ -24,7 +25,7 @@ mod settings_panel;
 pub mod share;
 mod sidebar;
 #[cfg(feature = "hydrate")]
-mod when_visible;
+pub mod when_visible;
 
 pub use composer::Composer;
 pub use live::ChatState;

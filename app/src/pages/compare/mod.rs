@@ -39,12 +39,13 @@ impl LazyRoute for ComparePage {
             move || ids.get(),
             |(a, b)| async move { get_comparison(a, b).await.map(|c| c.map(PageData::of)) },
         );
+        let scroller = NodeRef::new();
         view! {
-            <main class="trace-page compare-page">
+            <main class="trace-page compare-page" node_ref=scroller>
                 <Transition fallback=|| view! { <p class="muted">"Comparing the runs…"</p> }>
                     {move || Suspend::new(async move {
                         match comparison.await {
-                            Ok(Some(page)) => view::compare_view(page).into_any(),
+                            Ok(Some(page)) => view::compare_view(page, scroller).into_any(),
                             Ok(None) => {
                                 super::not_found::status_not_found();
                                 view! {

@@ -4,16 +4,26 @@
 
 use leptos::prelude::*;
 
-use super::super::trace::timeline::{draw, Axis, Bar};
+use super::super::trace::timeline::{bar_rows, waits_from, Axis, Bar};
 use super::PageData;
 use crate::compare::{
     Comparison, Field, Row, RowChange, RunSide, Step, StepKind, Totals, WordChange, WordOp,
 };
+use crate::components::chunks::in_chunks;
 use crate::components::inert::inert;
 use crate::components::segments::format_duration;
 
-pub(super) fn compare_view(page: PageData) -> impl IntoView {
+/// Rows of the steps the server's page draws at once; the rest wait until the reader nears them
+/// ([`waits_from`]): enough to fill a tall screen.
+const ROWS_AT_ONCE: usize = 16;
+
+/// Bars of the timelines the server's page draws at once: none, they are under the rows.
+const BARS_AT_ONCE: usize = 0;
+
+/// The page's view; `scroller` is the element the page scrolls in.
+pub(super) fn compare_view(page: PageData, scroller: NodeRef<leptos::html::Main>) -> impl IntoView {
     let PageData { a, b, all } = page;
+    reveal_later_parts(scroller);
     view! {
         <header class="trace-header compare-header">
             <a href=format!("/t/{}", a.trace_id)>"← Back to run A's trace"</a>
@@ -29,6 +39,22 @@ pub(super) fn compare_view(page: PageData) -> impl IntoView {
         // not decode the comparison they were drawn from.
         {inert(move || view! { <div class="compare-body">{all.read().map(sections)}</div> })}
     }
+}
+
+/// Draws the rows and bars the server left out of the first layout as the reader nears them.
+fn reveal_later_parts(scroller: NodeRef<leptos::html::Main>) {
+    #[cfg(feature = "hydrate")]
+    {
+        use crate::components::when_visible::Reveal;
+        let reveal = StoredValue::new_local(None::<Reveal>);
+        Effect::new(move |_| {
+            if let Some(scroller) = scroller.get() {
+                reveal.set_value(Reveal::start(&scroller, "100% 0px"));
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = scroller;
 }
 
 fn sections(comparison: Comparison) -> impl IntoView {
@@ -142,9 +168,10 @@ fn steps_view(rows: &[Row], a: &[Step], b: &[Step]) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="muted">"Neither run has any step."</p> }.into_any();
     }
-    let rows = rows
+    let rows: Vec<AnyView> = rows
         .iter()
-        .map(|row| {
+        .enumerate()
+        .map(|(index, row)| {
             let change = serde_json::to_value(row.change)
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
@@ -152,15 +179,20 @@ fn steps_view(rows: &[Row], a: &[Step], b: &[Step]) -> impl IntoView {
             let left = step_cell(row.a.and_then(|i| a.get(i)), &row.differs);
             let right = step_cell(row.b.and_then(|j| b.get(j)), &row.differs);
             view! {
-                <li class=format!("compare-row {change}") data-change=change.clone()>
+                <li
+                    class=format!("compare-row {change}")
+                    data-change=change.clone()
+                    hidden=waits_from(index, ROWS_AT_ONCE)
+                >
                     <span class="change-mark">{change_mark(row)}</span>
                     {left}
                     {right}
                 </li>
             }
+            .into_any()
         })
-        .collect_view();
-    view! { <ol class="compare-rows">{rows}</ol> }.into_any()
+        .collect();
+    view! { <ol class="compare-rows">{in_chunks(rows)}</ol> }.into_any()
 }
 
 fn step_label(step: &Step) -> String {
@@ -260,7 +292,7 @@ fn timelines(a: &RunSide, b: &RunSide) -> impl IntoView {
                 style=format!("--bars:{}", side.steps.len())
             >
                 <h3>{format!("Run {name} · {}", duration(Some(span(side).max(0) as u64)))}</h3>
-                {draw(bars, axis)}
+                {in_chunks(bar_rows(bars, axis, BARS_AT_ONCE))}
             </div>
         }
     };

@@ -156,30 +156,50 @@ fn tool_bars(call: &ToolCallSegment, axis: Axis, bars: &mut Vec<Bar>) {
     });
 }
 
+/// `hidden="until-found"` for the `index`th part of a long list from the `at_once`th on, in the
+/// server's page: the page lays them out as the reader nears them
+/// ([`Reveal`](crate::components::when_visible::Reveal)). None in the browser, which only builds
+/// these lists after a client-side navigation (hydration keeps the server's: `inert`), a chunk
+/// per task (`components::chunks`), and lays out each chunk as it comes.
+pub(crate) fn waits_from(index: usize, at_once: usize) -> Option<&'static str> {
+    (cfg!(not(feature = "hydrate")) && index >= at_once).then_some("until-found")
+}
+
 /// The bars as rows: a label, the bar at its place on the axis, and how long it took.
 pub(crate) fn draw(bars: Vec<Bar>, axis: Axis) -> impl IntoView {
-    let span = (axis.end - axis.origin) as f64;
     bars.into_iter()
-        .map(|bar| {
-            // `clamp` only with constant bounds: with computed ones it panics when they cross.
-            let left = ((bar.start - axis.origin) as f64 / span * 100.0).clamp(0.0, 99.6);
-            let width = ((bar.end - bar.start).max(0) as f64 / span * 100.0)
-                .max(0.4)
-                .min(100.0 - left);
-            let took = format_duration((bar.end - bar.start).max(0) as u64);
-            let title = bar.label.clone();
-            view! {
-                <div class="timeline-row">
-                    <span class="timeline-label" title=title>{bar.label}</span>
-                    <span class="timeline-track">
-                        <span
-                            class=format!("timeline-bar {}", bar.kind)
-                            style=format!("left:{left:.2}%;width:{width:.2}%")
-                        ></span>
-                    </span>
-                    <span class="timeline-duration">{took}</span>
-                </div>
-            }
-        })
+        .map(|bar| bar_row(bar, axis, None))
         .collect_view()
+}
+
+/// Each bar's row as a view of its own (for `components::chunks`); those from the `at_once`th on
+/// wait to be drawn ([`waits_from`]).
+pub(crate) fn bar_rows(bars: Vec<Bar>, axis: Axis, at_once: usize) -> Vec<AnyView> {
+    bars.into_iter()
+        .enumerate()
+        .map(|(index, bar)| bar_row(bar, axis, waits_from(index, at_once)).into_any())
+        .collect()
+}
+
+fn bar_row(bar: Bar, axis: Axis, hidden: Option<&'static str>) -> impl IntoView {
+    let span = (axis.end - axis.origin) as f64;
+    // `clamp` only with constant bounds: with computed ones it panics when they cross.
+    let left = ((bar.start - axis.origin) as f64 / span * 100.0).clamp(0.0, 99.6);
+    let width = ((bar.end - bar.start).max(0) as f64 / span * 100.0)
+        .max(0.4)
+        .min(100.0 - left);
+    let took = format_duration((bar.end - bar.start).max(0) as u64);
+    let title = bar.label.clone();
+    view! {
+        <div class="timeline-row" hidden=hidden>
+            <span class="timeline-label" title=title>{bar.label}</span>
+            <span class="timeline-track">
+                <span
+                    class=format!("timeline-bar {}", bar.kind)
+                    style=format!("left:{left:.2}%;width:{width:.2}%")
+                ></span>
+            </span>
+            <span class="timeline-duration">{took}</span>
+        </div>
+    }
 }
