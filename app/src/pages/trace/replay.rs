@@ -103,6 +103,9 @@ impl Player {
                         let loaded = Rc::new(RefCell::new(loaded));
                         self.local.cursor.set_value(Some(loaded.clone()));
                         self.load_error.set(None);
+                        // The final view's blocks hydrate a task each: the replay changes
+                        // them only once they have.
+                        crate::components::deferred::settled().await;
                         then(loaded);
                     }
                     Ok(None) => self.fail("This trace no longer exists.".into()),
@@ -209,7 +212,7 @@ pub(super) fn Replay(
         <ReplayControls player hidden=live />
         {move || player.load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
         <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
-            <MessageBlocks model notes />
+            <MessageBlocks model notes defer=!live && !ends_streaming />
             <crate::components::activity::ActivityStrip model />
         </article>
     }
