@@ -37,14 +37,13 @@ use leptos::{
     prelude::{AddAnyAttr, AnyView, IntoAny, Owner, Render, RenderHtml},
     tachys::{
         hydration::Cursor,
-        renderer::{
-            types::{Element, Node},
-            CastFrom, Rndr,
-        },
+        renderer::types::{Element, Node},
         ssr::StreamBuilder,
         view::{any_view::AnyViewState, Mountable, Position, PositionState},
     },
 };
+
+use super::inert::ServerElement;
 
 /// A view made when it is first needed, and hydrated in a task of its own.
 pub struct Deferred(Inner);
@@ -72,9 +71,9 @@ pub struct DeferredState(Rc<RefCell<Slot>>);
 
 enum Slot {
     /// Hydration is waiting for its task; the server's element stands in.
-    Waiting(Element),
+    Waiting(ServerElement),
     Ready(AnyViewState),
-    /// Unmounted or replaced before its task came.
+    /// Dropped before its task came.
     Gone,
 }
 
@@ -92,10 +91,7 @@ impl Render for Deferred {
             Slot::Waiting(element) => {
                 // Drawn afresh where the server's element stood; the waiting task finds it gone.
                 let mut built = self.view().build();
-                if let Some(parent) = Rndr::get_parent(element).and_then(Element::cast_from) {
-                    built.mount(&parent, Some(element));
-                }
-                Rndr::remove(element);
+                element.give_way_to(&mut built);
                 *slot = Slot::Ready(built);
             }
             Slot::Gone => *slot = Slot::Ready(self.view().build()),
@@ -117,12 +113,11 @@ impl Drop for DeferredState {
 
 impl Mountable for DeferredState {
     fn unmount(&mut self) {
-        let mut slot = self.0.borrow_mut();
-        match &mut *slot {
+        match &mut *self.0.borrow_mut() {
             Slot::Ready(inner) => inner.unmount(),
             // Taken out but still waiting: `mount` puts it back, and its task hydrates it where
             // it is (only a dropped state is gone).
-            Slot::Waiting(element) => Rndr::remove(element),
+            Slot::Waiting(element) => element.unmount(),
             Slot::Gone => {}
         }
     }
@@ -130,7 +125,7 @@ impl Mountable for DeferredState {
     fn mount(&mut self, parent: &Element, marker: Option<&Node>) {
         match &mut *self.0.borrow_mut() {
             Slot::Ready(inner) => inner.mount(parent, marker),
-            Slot::Waiting(element) => Rndr::insert_node(parent, element, marker),
+            Slot::Waiting(element) => element.mount(parent, marker),
             Slot::Gone => {}
         }
     }
@@ -138,13 +133,7 @@ impl Mountable for DeferredState {
     fn insert_before_this(&self, child: &mut dyn Mountable) -> bool {
         match &*self.0.borrow() {
             Slot::Ready(inner) => inner.insert_before_this(child),
-            Slot::Waiting(element) => {
-                let parent = Rndr::get_parent(element).and_then(Element::cast_from);
-                parent.is_some_and(|parent| {
-                    child.mount(&parent, Some(element));
-                    true
-                })
-            }
+            Slot::Waiting(element) => element.insert_before_this(child),
             Slot::Gone => false,
         }
     }
@@ -152,7 +141,7 @@ impl Mountable for DeferredState {
     fn elements(&self) -> Vec<Element> {
         match &*self.0.borrow() {
             Slot::Ready(inner) => inner.elements(),
-            Slot::Waiting(element) => vec![element.clone()],
+            Slot::Waiting(element) => element.elements(),
             Slot::Gone => Vec::new(),
         }
     }
@@ -220,13 +209,10 @@ impl RenderHtml for Deferred {
         cursor: &Cursor,
         position: &PositionState,
     ) -> Self::State {
-        let Some(element) = next_element(cursor, position) else {
+        let Some(element) = ServerElement::take(cursor, position) else {
             let inner = self.view().hydrate::<FROM_SERVER>(cursor, position);
             return DeferredState(Rc::new(RefCell::new(Slot::Ready(inner))));
         };
-        // Past the element, as hydrating it would have left the cursor.
-        cursor.set(element.clone().into());
-        position.set(Position::NextChild);
         let slot = Rc::new(RefCell::new(Slot::Waiting(element)));
         hydrate_deferred::<FROM_SERVER>(self, Rc::clone(&slot));
         DeferredState(slot)
@@ -242,17 +228,6 @@ impl RenderHtml for Deferred {
     }
 }
 
-/// The element the view would hydrate next, where it is one (the cursor left where it was).
-fn next_element(cursor: &Cursor, position: &PositionState) -> Option<Element> {
-    let current = cursor.current();
-    let next = match position.get() {
-        Position::FirstChild => Rndr::first_child(&current),
-        Position::Current => Some(current),
-        _ => Rndr::next_sibling(&current),
-    };
-    next.and_then(Element::cast_from)
-}
-
 /// Deferred views whose task has not come yet (the browser has one thread).
 static WAITING: AtomicUsize = AtomicUsize::new(0);
 
@@ -262,7 +237,7 @@ fn hydrate_deferred<const FROM_SERVER: bool>(deferred: Deferred, slot: Rc<RefCel
     let owner = Owner::current();
     let hydrate = move || {
         let element = match &*slot.borrow() {
-            Slot::Waiting(element) => element.clone(),
+            Slot::Waiting(ServerElement(element)) => element.clone(),
             _ => return,
         };
         let cursor = Cursor::new(element);

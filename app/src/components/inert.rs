@@ -7,7 +7,8 @@
 //! used again, and on the compare page the walk was most of a 55–90 ms task (docs/benchmarks.md,
 //! "The compare page"). The element's children stay those the server rendered, so the HTML and
 //! the hydrated DOM are the same by construction; a view made in the browser (a client-side
-//! navigation) builds the whole view as usual.
+//! navigation) builds the whole view as usual. [`ServerElement`], the server's element standing
+//! for a view, is also what a `deferred` view holds until its task.
 
 use leptos::prelude::View;
 use leptos::tachys::{
@@ -37,42 +38,88 @@ where
 /// The view's state once built, or the server's element once hydrated.
 pub enum InertState<S> {
     Built(S),
-    Hydrated(Element),
+    Hydrated(ServerElement),
 }
 
 impl<S: Mountable> Mountable for InertState<S> {
     fn unmount(&mut self) {
         match self {
             InertState::Built(state) => state.unmount(),
-            InertState::Hydrated(el) => Rndr::remove(el),
+            InertState::Hydrated(el) => el.unmount(),
         }
     }
 
     fn mount(&mut self, parent: &Element, marker: Option<&Node>) {
         match self {
             InertState::Built(state) => state.mount(parent, marker),
-            InertState::Hydrated(el) => Rndr::insert_node(parent, el, marker),
+            InertState::Hydrated(el) => el.mount(parent, marker),
         }
     }
 
     fn insert_before_this(&self, child: &mut dyn Mountable) -> bool {
         match self {
             InertState::Built(state) => state.insert_before_this(child),
-            InertState::Hydrated(el) => match Rndr::get_parent(el).and_then(Element::cast_from) {
-                Some(parent) => {
-                    child.mount(&parent, Some(el.as_ref()));
-                    true
-                }
-                None => false,
-            },
+            InertState::Hydrated(el) => el.insert_before_this(child),
         }
     }
 
     fn elements(&self) -> Vec<Element> {
         match self {
             InertState::Built(state) => state.elements(),
-            InertState::Hydrated(el) => vec![el.clone()],
+            InertState::Hydrated(el) => el.elements(),
         }
+    }
+}
+
+/// An element the server rendered, standing for a view that has not built it: for good in an
+/// [`Inert`] part, until its task in a [`Deferred`](super::deferred::Deferred) one.
+pub struct ServerElement(pub Element);
+
+impl ServerElement {
+    /// The element a view would hydrate next, where it is one, and the cursor moved past it as
+    /// that element's own hydration would have left it. `None`, the cursor left alone, when the
+    /// next node is not an element.
+    pub fn take(cursor: &Cursor, position: &PositionState) -> Option<Self> {
+        let current = cursor.current();
+        let next = match position.get() {
+            Position::FirstChild => Rndr::first_child(&current),
+            Position::Current => Some(current),
+            _ => Rndr::next_sibling(&current),
+        };
+        let element = next.and_then(Element::cast_from)?;
+        cursor.set(element.clone().into());
+        position.set(Position::NextChild);
+        Some(ServerElement(element))
+    }
+
+    /// Puts `view` (built) where the element stands, and takes the element out.
+    pub fn give_way_to(&mut self, view: &mut dyn Mountable) {
+        self.insert_before_this(view);
+        self.unmount();
+    }
+}
+
+impl Mountable for ServerElement {
+    fn unmount(&mut self) {
+        Rndr::remove(&self.0);
+    }
+
+    fn mount(&mut self, parent: &Element, marker: Option<&Node>) {
+        Rndr::insert_node(parent, &self.0, marker);
+    }
+
+    fn insert_before_this(&self, child: &mut dyn Mountable) -> bool {
+        match Rndr::get_parent(&self.0).and_then(Element::cast_from) {
+            Some(parent) => {
+                child.mount(&parent, Some(self.0.as_ref()));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn elements(&self) -> Vec<Element> {
+        vec![self.0.clone()]
     }
 }
 
@@ -86,11 +133,10 @@ impl<V: Render> Render for Inert<V> {
     fn rebuild(self, state: &mut Self::State) {
         match state {
             InertState::Built(built) => (self.0)().rebuild(built),
-            InertState::Hydrated(_) => {
+            InertState::Hydrated(element) => {
                 // The server's element gives way to the new view, in its place.
                 let mut built = (self.0)().build();
-                state.insert_before_this(&mut built);
-                state.unmount();
+                element.give_way_to(&mut built);
                 *state = InertState::Built(built);
             }
         }
@@ -164,18 +210,12 @@ where
         if !FROM_SERVER {
             return InertState::Built((self.0)().hydrate::<FROM_SERVER>(cursor, position));
         }
-        match position.get() {
-            Position::FirstChild => cursor.child(),
-            Position::Current => {}
-            _ => cursor.sibling(),
-        }
-        let Some(el) = Element::cast_from(cursor.current()) else {
+        let Some(element) = ServerElement::take(cursor, position) else {
             // The DOM is not the page the server rendered: tachys's own elements stop here too
             // (without a message of their own, which would be in the main bundle's data).
             unreachable!()
         };
-        position.set(Position::NextChild);
-        InertState::Hydrated(el)
+        InertState::Hydrated(element)
     }
 
     fn into_owned(self) -> Self::Owned {
