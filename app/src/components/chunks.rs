@@ -15,7 +15,10 @@ use leptos::prelude::*;
 /// Rows built per task: about 1,200 nodes, 5-10 ms.
 const CHUNK: usize = 40;
 
-/// `views` as one list; in the browser, when built rather than hydrated, a chunk per task.
+/// `views` as one list; in the browser, when built rather than hydrated, a chunk per task. For
+/// views the browser builds or hydrates with the page (an `inert` part): one made later, in a
+/// `Deferred` view's task, would find hydration over and start with no chunk, unlike the
+/// server's HTML.
 pub fn in_chunks(views: Vec<AnyView>) -> AnyView {
     let mut chunks = Vec::new();
     let mut views = views.into_iter().peekable();
@@ -26,8 +29,9 @@ pub fn in_chunks(views: Vec<AnyView>) -> AnyView {
     let shown = RwSignal::new(first_shown(total));
     #[cfg(feature = "hydrate")]
     if shown.get_untracked() < total {
+        let from = shown.get_untracked() + 1;
         leptos::task::spawn_local(async move {
-            for count in shown.get_untracked() + 1..=total {
+            for count in from..=total {
                 super::deferred::next_task().await;
                 // Given back when the list is gone (the reader left the page).
                 if shown.try_set(count).is_some() {

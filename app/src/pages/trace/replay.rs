@@ -99,13 +99,13 @@ impl Player {
                 let (trace_id, share) = (self.trace_id.get_value(), self.share.get_value());
                 match crate::api::get_trace(trace_id, share).await {
                     Ok(Some(trace)) => {
+                        // The final view's blocks hydrate a task each: the replay changes
+                        // them only once they have, and until then no seek finds the cursor.
+                        crate::components::deferred::settled().await;
                         let loaded = ReplayCursor::new(feed, trace.events, self.total);
                         let loaded = Rc::new(RefCell::new(loaded));
                         self.local.cursor.set_value(Some(loaded.clone()));
                         self.load_error.set(None);
-                        // The final view's blocks hydrate a task each: the replay changes
-                        // them only once they have.
-                        crate::components::deferred::settled().await;
                         then(loaded);
                     }
                     Ok(None) => self.fail("This trace no longer exists.".into()),

@@ -158,7 +158,7 @@ fn tool_bars(call: &ToolCallSegment, axis: Axis, bars: &mut Vec<Bar>) {
 
 /// `hidden="until-found"` for the `index`th part of a long list from the `at_once`th on, in the
 /// server's page: the page lays them out as the reader nears them
-/// ([`Reveal`](crate::components::when_visible::Reveal)). None in the browser, which only builds
+/// (`components::when_visible::Reveal`, in the browser). None in the browser, which only builds
 /// these lists after a client-side navigation (hydration keeps the server's: `inert`), a chunk
 /// per task (`components::chunks`), and lays out each chunk as it comes.
 pub(crate) fn waits_from(index: usize, at_once: usize) -> Option<&'static str> {
