@@ -273,11 +273,38 @@ pub async fn settled() {
 /// the input and painting this is for, and the timeouts, all set from one task, are not clamped.
 #[cfg(feature = "hydrate")]
 pub async fn next_task() {
-    let timer = web_sys::js_sys::Promise::new(&mut |resolve, _| {
-        let set = web_sys::window().map(|window| window.set_timeout_with_callback(&resolve));
+    after(0).await;
+}
+
+/// Resolves after `ms` milliseconds, in a task of its own.
+#[cfg(feature = "hydrate")]
+pub async fn after(ms: i32) {
+    settled_by(|window, resolve| {
+        window.set_timeout_with_callback_and_timeout_and_arguments_0(resolve, ms)
+    })
+    .await;
+}
+
+/// Resolves at the browser's next animation frame, before its style and layout.
+#[cfg(feature = "hydrate")]
+pub async fn next_frame() {
+    settled_by(|window, resolve| window.request_animation_frame(resolve)).await;
+}
+
+/// Resolves when the callback that `schedule` hands to the window is called (at once when the
+/// window refuses it): a promise's resolve function as the callback, no `Closure`.
+#[cfg(feature = "hydrate")]
+async fn settled_by(
+    schedule: impl Fn(
+        &web_sys::Window,
+        &web_sys::js_sys::Function,
+    ) -> Result<i32, wasm_bindgen::JsValue>,
+) {
+    let promise = web_sys::js_sys::Promise::new(&mut |resolve, _| {
+        let set = web_sys::window().map(|window| schedule(&window, &resolve));
         if !matches!(set, Some(Ok(_))) {
             let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
         }
     });
-    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }

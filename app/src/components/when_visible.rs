@@ -130,9 +130,9 @@ fn draw(observer: &IntersectionObserver, part: &Element) {
 /// once the page has settled ([`SETTLE_MS`]): the reader's view and the page's hydration go first.
 fn draw_all(scroller: Element, observer: IntersectionObserver, gone: Rc<Cell<bool>>) {
     leptos::task::spawn_local(async move {
-        wait(SETTLE_MS).await;
+        super::deferred::after(SETTLE_MS).await;
         loop {
-            next_frame().await;
+            super::deferred::next_frame().await;
             let Ok(waiting) = scroller.query_selector_all(WAITING) else {
                 return;
             };
@@ -152,30 +152,6 @@ fn draw_all(scroller: Element, observer: IntersectionObserver, gone: Rc<Cell<boo
 /// fell among the page's own first tasks and made some of them long (`npm run bench -- compare`:
 /// a long task in 3 of 6 rounds against 2 of 15).
 const SETTLE_MS: i32 = 1_000;
-
-/// Resolves at the next animation frame (a promise, as `deferred::next_task`, not a `Closure`).
-async fn next_frame() {
-    let frame = web_sys::js_sys::Promise::new(&mut |resolve, _| {
-        let set = web_sys::window().map(|window| window.request_animation_frame(&resolve));
-        if !matches!(set, Some(Ok(_))) {
-            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(frame).await;
-}
-
-/// Resolves after `ms` milliseconds.
-async fn wait(ms: i32) {
-    let timer = web_sys::js_sys::Promise::new(&mut |resolve, _| {
-        let set = web_sys::window().map(|window| {
-            window.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms)
-        });
-        if !matches!(set, Some(Ok(_))) {
-            let _ = resolve.call0(&wasm_bindgen::JsValue::NULL);
-        }
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(timer).await;
-}
 
 impl Drop for Reveal {
     fn drop(&mut self) {
