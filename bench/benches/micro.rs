@@ -197,11 +197,10 @@ fn redaction(c: &mut Criterion) {
     group.finish();
 }
 
-/// What one reader does per text delta, from the logged JSON to the SSE frame: Glassbox's stream
-/// writes the JSON as it is; the AI SDK's maps it to a `text-delta` chunk first, AG-UI's to a
-/// `TEXT_MESSAGE_CONTENT` event.
+/// What one reader does per text delta, from the logged JSON to the SSE frame in the reader's
+/// buffer (`sse_frames`): Glassbox's stream writes the JSON as it is; the AI SDK's maps it to a
+/// `text-delta` chunk first, AG-UI's to a `TEXT_MESSAGE_CONTENT` event.
 fn readers(c: &mut Criterion) {
-    use axum::response::sse::Event as SseEvent;
     let mut group = c.benchmark_group("reader, per text delta");
     group.throughput(Throughput::Elements(1));
     let event = |seq: u64, delta: &str| Event {
@@ -219,9 +218,9 @@ fn readers(c: &mut Criterion) {
             .unwrap_or_default()
             .into();
     group.bench_function("Glassbox SSE: the logged JSON", |b| {
-        b.iter(|| black_box(SseEvent::default().id("42").data(black_box(&*logged))))
+        let mut frames = Frames::new();
+        b.iter(|| black_box(frames.event(42, black_box(&logged))))
     });
-    // The mapped streams write the frame straight into the reader's buffer (`sse_frames`).
     group.bench_function("AI SDK: mapped to a text-delta chunk", |b| {
         let mut stream = UiMessageStream::new();
         stream.push(&event(1, "open"));

@@ -8,11 +8,11 @@ use std::{borrow::Cow, io::Write};
 
 use app::protocol::{parse_rfc3339_millis, EventKind, ToolResultStatus, Usage};
 use serde::Serialize;
-use serde_json::{json, Value};
+use serde_json::{json, value::RawValue, Value};
 
 use super::wire::{Event, Interrupt, Outcome, TokenUsage};
 use crate::formats::{
-    started_without_args,
+    self, started_without_args,
     steps::{StepChange, Steps},
     LoggedDelta,
 };
@@ -101,13 +101,13 @@ impl Outbound {
         else {
             return false;
         };
-        if delta.is_empty() {
+        if formats::is_empty(delta) {
             return false;
         }
         let frame = ContentFrame {
             kind,
             message_id: &message_id,
-            delta: &delta,
+            delta,
             timestamp,
         };
         serde_json::to_writer(out, &frame).is_ok()
@@ -450,7 +450,7 @@ struct ContentFrame<'a> {
     #[serde(rename = "type")]
     kind: &'a str,
     message_id: &'a str,
-    delta: &'a str,
+    delta: &'a RawValue,
     timestamp: u64,
 }
 

@@ -13,8 +13,8 @@ use std::{
 };
 
 use app::protocol::{ApprovalDecision, Event, EventKind, Message, ToolResultStatus};
-use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{json, value::RawValue, Map, Value};
+use smallvec::SmallVec;
 
 use super::{
     started_without_args,
@@ -28,14 +28,28 @@ pub const DONE: &str = "[DONE]";
 /// The response header that names the stream's protocol.
 pub const STREAM_HEADER: (&str, &str) = ("x-vercel-ai-ui-message-stream", "v1");
 
-/// One response's state: which parts are open, which calls the client knows of.
+/// One response's state: which parts are open, which calls the client knows of. What every
+/// delta reads comes first, together (`repr(C)` keeps the order), and the rest is out of line:
+/// with a thousand readers each event finds its reader's state out of the cache, so each
+/// cache line it touches costs (docs/benchmarks.md, "the AI SDK stream beside Glassbox's SSE").
 #[derive(Debug, Default)]
+#[repr(C)]
 pub struct UiMessageStream {
+    ended: bool,
+    /// Paused where the run waits for people, and nothing has changed since.
+    paused: bool,
+    steps: Steps,
+    /// The open text part's id, held in place (most ids fit).
+    text: Option<SmallVec<[u8; 40]>>,
+    reasoning: Vec<String>,
+    rest: Box<Rest>,
+}
+
+/// What only events other than deltas read.
+#[derive(Debug, Default)]
+struct Rest {
     message_id: String,
     run: Map<String, Value>,
-    steps: Steps,
-    text: Option<String>,
-    reasoning: Vec<String>,
     /// Calls whose input the client has: only they may get approvals and outputs.
     calls: HashSet<String>,
     /// Calls whose input streams in (an AG-UI agent's), started without it: the input text
@@ -45,9 +59,6 @@ pub struct UiMessageStream {
     open_calls: HashSet<String>,
     /// Calls whose approval request the client has, without an answer yet.
     asked: HashSet<String>,
-    /// Paused where the run waits for people, and nothing has changed since.
-    paused: bool,
-    ended: bool,
 }
 
 impl UiMessageStream {
@@ -72,7 +83,9 @@ impl UiMessageStream {
         let (kind, id, delta) = match LoggedDelta::read(json) {
             Some(LoggedDelta::Text {
                 segment_id, delta, ..
-            }) if self.text.as_deref() == Some(&segment_id) => ("text-delta", segment_id, delta),
+            }) if self.text.as_deref() == Some(segment_id.as_bytes()) => {
+                ("text-delta", segment_id, delta)
+            }
             Some(LoggedDelta::Reasoning {
                 segment_id,
                 summary_index,
@@ -88,12 +101,7 @@ impl UiMessageStream {
             },
             _ => return false,
         };
-        let chunk = DeltaChunk {
-            kind,
-            id: &id,
-            delta: &delta,
-        };
-        serde_json::to_writer(out, &chunk).is_ok()
+        write_delta_chunk(out, kind, &id, delta).is_ok()
     }
 
     /// The chunks for one event (none for the events the stream has no part for).
@@ -171,8 +179,8 @@ impl UiMessageStream {
         else {
             return;
         };
-        self.message_id = message_id.clone();
-        self.run = Map::from_iter([
+        self.rest.message_id = message_id.clone();
+        self.rest.run = Map::from_iter([
             ("run_id".into(), json!(event.run_id)),
             ("trace_id".into(), json!(trace_id)),
             ("conversation_id".into(), json!(conversation_id)),
@@ -207,11 +215,11 @@ impl UiMessageStream {
                 name,
                 args,
             } => {
-                if !self.calls.contains(call_id) {
+                if !self.rest.calls.contains(call_id) {
                     self.tool_input(out, call_id, name, None, args);
                 }
                 self.input_available(out, call_id, Some(args));
-                self.asked.insert(call_id.clone());
+                self.rest.asked.insert(call_id.clone());
                 out.push(json!({
                     "type": "tool-approval-request", "approvalId": call_id, "toolCallId": call_id,
                 }));
@@ -221,8 +229,8 @@ impl UiMessageStream {
                 decision,
                 reason,
                 ..
-            } if self.calls.contains(call_id) => {
-                self.asked.remove(call_id);
+            } if self.rest.calls.contains(call_id) => {
+                self.rest.asked.remove(call_id);
                 self.paused = false;
                 let mut chunk = json!({
                     "type": "tool-approval-response", "approvalId": call_id,
@@ -242,14 +250,15 @@ impl UiMessageStream {
         match kind {
             EventKind::MessageFinal { message, .. } => {
                 self.end(out, "complete", message);
-                out.push(json!({ "type": "finish", "finishReason": "stop", "messageMetadata": self.run }));
+                out.push(json!({ "type": "finish", "finishReason": "stop", "messageMetadata": self.rest.run }));
             }
             EventKind::MessageCancelled {
                 reason,
                 cancelled_by,
                 message,
             } => {
-                self.run
+                self.rest
+                    .run
                     .insert("cancelled_by".into(), json!(cancelled_by.as_str()));
                 self.end(out, "cancelled", message);
                 out.push(json!({ "type": "abort", "reason": reason }));
@@ -259,10 +268,10 @@ impl UiMessageStream {
                 error,
                 message,
             } => {
-                self.run.insert("error_code".into(), json!(code));
+                self.rest.run.insert("error_code".into(), json!(code));
                 self.end(out, "error", message);
                 out.push(json!({ "type": "error", "errorText": error }));
-                out.push(json!({ "type": "finish", "finishReason": "error", "messageMetadata": self.run }));
+                out.push(json!({ "type": "finish", "finishReason": "error", "messageMetadata": self.rest.run }));
             }
             _ => {}
         }
@@ -274,13 +283,17 @@ impl UiMessageStream {
     pub fn waits_for_people(&self) -> bool {
         !self.ended
             && !self.paused
-            && !self.open_calls.is_empty()
-            && self.open_calls.iter().all(|call| self.asked.contains(call))
+            && !self.rest.open_calls.is_empty()
+            && self
+                .rest
+                .open_calls
+                .iter()
+                .all(|call| self.rest.asked.contains(call))
     }
 
     /// The calls in flight (input sent, no output yet).
     pub fn open_calls(&self) -> impl Iterator<Item = &str> {
-        self.open_calls.iter().map(String::as_str)
+        self.rest.open_calls.iter().map(String::as_str)
     }
 
     /// Ends this response while the run waits for people's answers to approval requests: the
@@ -300,7 +313,7 @@ impl UiMessageStream {
 
     /// The first chunk of a response that continues the message after a pause.
     pub fn restart(&self) -> Value {
-        json!({ "type": "start", "messageId": self.message_id })
+        json!({ "type": "start", "messageId": self.rest.message_id })
     }
 
     /// The run's `data-glassbox-run` part: its ids, and once it has ended its status, duration
@@ -308,8 +321,8 @@ impl UiMessageStream {
     fn run_part(&self) -> Value {
         json!({
             "type": "data-glassbox-run",
-            "id": self.run.get("run_id").cloned().unwrap_or(Value::Null),
-            "data": self.run,
+            "id": self.rest.run.get("run_id").cloned().unwrap_or(Value::Null),
+            "data": self.rest.run,
         })
     }
 
@@ -333,7 +346,7 @@ impl UiMessageStream {
     /// Closes the open text, reasoning and streamed inputs.
     fn close_parts(&mut self, out: &mut Vec<Value>) {
         self.close_text(out);
-        let streaming: Vec<String> = self.streaming.keys().cloned().collect();
+        let streaming: Vec<String> = self.rest.streaming.keys().cloned().collect();
         for call_id in streaming {
             self.input_available(out, &call_id, None);
         }
@@ -344,7 +357,7 @@ impl UiMessageStream {
 
     fn close_text(&mut self, out: &mut Vec<Value>) {
         if let Some(id) = self.text.take() {
-            out.push(json!({ "type": "text-end", "id": id }));
+            out.push(json!({ "type": "text-end", "id": String::from_utf8_lossy(&id) }));
         }
     }
 
@@ -354,11 +367,11 @@ impl UiMessageStream {
     }
 
     fn text_delta(&mut self, out: &mut Vec<Value>, segment_id: &str, delta: &str) {
-        if self.text.as_deref() != Some(segment_id) {
+        if self.text.as_deref() != Some(segment_id.as_bytes()) {
             self.content_step(out);
             self.close_text(out);
             out.push(json!({ "type": "text-start", "id": segment_id }));
-            self.text = Some(segment_id.to_owned());
+            self.text = Some(SmallVec::from_slice(segment_id.as_bytes()));
         }
         out.push(json!({ "type": "text-delta", "id": segment_id, "delta": delta }));
     }
@@ -390,12 +403,12 @@ impl UiMessageStream {
             text: String::new(),
         };
         if started_without_args(args) {
-            self.streaming.insert(call_id.to_owned(), input);
+            self.rest.streaming.insert(call_id.to_owned(), input);
         } else {
             out.push(input.available(call_id, args));
         }
-        self.calls.insert(call_id.to_owned());
-        self.open_calls.insert(call_id.to_owned());
+        self.rest.calls.insert(call_id.to_owned());
+        self.rest.open_calls.insert(call_id.to_owned());
         self.paused = false;
     }
 
@@ -408,7 +421,7 @@ impl UiMessageStream {
         args_text: Option<&str>,
         args: Option<&Value>,
     ) {
-        let Some(input) = self.streaming.get_mut(call_id) else {
+        let Some(input) = self.rest.streaming.get_mut(call_id) else {
             return;
         };
         if let Some(more) = args_text.and_then(|text| text.strip_prefix(input.text.as_str())) {
@@ -426,7 +439,7 @@ impl UiMessageStream {
 
     /// Ends a streamed input: `args` when known, else what its text parses to, else `{}`.
     fn input_available(&mut self, out: &mut Vec<Value>, call_id: &str, args: Option<&Value>) {
-        if let Some(input) = self.streaming.remove(call_id) {
+        if let Some(input) = self.rest.streaming.remove(call_id) {
             let parsed = serde_json::from_str::<Value>(&input.text).ok();
             let args = args
                 .or(parsed.as_ref())
@@ -449,12 +462,12 @@ impl UiMessageStream {
         else {
             return;
         };
-        if !self.calls.contains(call_id) {
+        if !self.rest.calls.contains(call_id) {
             return;
         }
         self.input_available(out, call_id, None);
-        self.open_calls.remove(call_id);
-        self.asked.remove(call_id);
+        self.rest.open_calls.remove(call_id);
+        self.rest.asked.remove(call_id);
         self.paused = false;
         let error_text = || match (error, output) {
             (Some(error), _) => error.message.clone(),
@@ -496,27 +509,38 @@ impl UiMessageStream {
         self.step(out, change);
         self.close_parts(out);
         self.ended = true;
-        self.run.insert("status".into(), json!(status));
+        self.rest.run.insert("status".into(), json!(status));
         if let Some(duration) = message.duration_ms {
-            self.run.insert("duration_ms".into(), json!(duration));
+            self.rest.run.insert("duration_ms".into(), json!(duration));
         }
         if let Some(usage) = message.usage {
-            self.run.insert("usage".into(), json!(usage));
+            self.rest.run.insert("usage".into(), json!(usage));
         }
         if let Some(reason) = &message.ended_reason {
-            self.run.insert("reason".into(), json!(reason));
+            self.rest.run.insert("reason".into(), json!(reason));
         }
         out.push(self.run_part());
     }
 }
 
-/// A `text-delta` or `reasoning-delta` chunk.
-#[derive(Serialize)]
-struct DeltaChunk<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    id: &'a str,
-    delta: &'a str,
+/// A `text-delta` or `reasoning-delta` chunk (`kind`, which needs no escape), written as a
+/// derived `Serialize` of `{type, id, delta}` would write it, by hand: serde's writes each of
+/// the three keys and the kind as a string to escape, once per delta per reader
+/// (docs/benchmarks.md, "the AI SDK stream beside Glassbox's SSE"). The delta is the log's
+/// JSON string, written as it is.
+fn write_delta_chunk(
+    mut out: impl Write,
+    kind: &str,
+    id: &str,
+    delta: &RawValue,
+) -> std::io::Result<()> {
+    out.write_all(b"{\"type\":\"")?;
+    out.write_all(kind.as_bytes())?;
+    out.write_all(b"\",\"id\":")?;
+    serde_json::to_writer(&mut out, id)?;
+    out.write_all(b",\"delta\":")?;
+    out.write_all(delta.get().as_bytes())?;
+    out.write_all(b"}")
 }
 
 /// A call whose input streams in, as far as the client has it.

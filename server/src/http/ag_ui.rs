@@ -189,7 +189,7 @@ fn respond(
         let first = stamp(feed.outbound.started(), now_unix_ms());
         feed.push(&first, frames, out);
     });
-    sse_frames::response(reader.into_stream())
+    sse_frames::response(reader)
 }
 
 /// The AG-UI mapping of one response, and the guard that stops the run if the client leaves

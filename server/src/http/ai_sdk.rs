@@ -340,11 +340,13 @@ fn response(source: Source, after: Option<(UiMessageStream, u64)>) -> Response {
 }
 
 /// The UI message stream's mapping of one response: whether it is done (the run ended, or the
-/// response paused for answers to approval requests; `[DONE]` is then the last frame).
+/// response paused for answers to approval requests; `[DONE]` is then the last frame). What
+/// every delta reads first (`repr(C)`, see `sse_frames::Reader`).
+#[repr(C)]
 struct Follow {
-    source: Source,
-    mapper: UiMessageStream,
     done: bool,
+    mapper: UiMessageStream,
+    source: Source,
 }
 
 impl Mapping for Follow {
@@ -409,5 +411,5 @@ fn frames(source: Source, after: Option<(UiMessageStream, u64)>) -> impl Stream<
             out.extend(frames.write(None, 64, |out| serde_json::to_writer(out, &restart).is_ok()));
         });
     }
-    reader.into_stream()
+    reader
 }

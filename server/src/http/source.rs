@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use futures::{stream::BoxStream, StreamExt};
+use futures::{future::Either, Stream};
 
 use super::{sse, AppState};
 use crate::{bus::Bus, error::Result, runs::Run, store::PgStore};
@@ -29,16 +29,22 @@ impl Source {
         }
     }
 
-    /// The events after `after`, then live ones, to the terminal event.
-    pub fn events(&self, after: u64) -> BoxStream<'static, (u64, Arc<str>)> {
+    /// The events after `after`, then live ones, to the terminal event. Another instance's
+    /// are boxed: their reader's state is large, and a local run's reader keeps its own small.
+    pub fn events(&self, after: u64) -> impl Stream<Item = (u64, Arc<str>)> + Send + 'static {
         match self {
-            Source::Local(run) => sse::live(run.clone(), after).boxed(),
+            Source::Local(run) => Either::Left(sse::live(run.clone(), after)),
             Source::Remote {
                 store,
                 bus,
                 trace_id,
                 ..
-            } => sse::remote(store.clone(), bus.clone(), trace_id.clone(), after).boxed(),
+            } => Either::Right(Box::pin(sse::remote(
+                store.clone(),
+                bus.clone(),
+                trace_id.clone(),
+                after,
+            ))),
         }
     }
 

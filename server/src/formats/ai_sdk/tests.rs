@@ -410,6 +410,8 @@ fn a_delta_of_an_open_part_maps_the_same_from_its_json() {
         reasoning("delta"),
         text("t1", "Hello \"quoted\"\n"),
         text("t1", "world"),
+        // Copied as the log escaped it: quotes, line breaks, controls, non-ASCII, markup.
+        text("t1", " \"two\"\n\t\u{1}é😀</script>\\"),
         text("t2", "new"),
     ]);
     let mut whole = UiMessageStream::new();
@@ -437,8 +439,8 @@ fn a_delta_of_an_open_part_maps_the_same_from_its_json() {
         };
         assert_eq!(parsed(&got), parsed(&expected), "{json}");
     }
-    // The reasoning delta and the second delta of t1; not the first of each text.
-    assert_eq!(short, 2);
+    // The reasoning delta and the later deltas of t1; not the first of each text.
+    assert_eq!(short, 3);
     // Only the deltas of open parts take the short way.
     let mut stream = UiMessageStream::new();
     let first_text = serde_json::to_string(&log[3]).unwrap_or_default();
@@ -507,4 +509,43 @@ fn a_call_whose_arguments_never_come_gets_its_input_before_its_output() {
         ]
     );
     assert_eq!(chunks[4]["input"], json!({}));
+}
+
+/// The chunk written by hand is what serde's derive writes, byte for byte.
+#[test]
+fn a_delta_chunk_is_written_as_serde_would() {
+    #[derive(serde::Serialize)]
+    struct DeltaChunk<'a> {
+        #[serde(rename = "type")]
+        kind: &'a str,
+        id: &'a str,
+        delta: &'a serde_json::value::RawValue,
+    }
+    for (kind, id, delta) in [
+        ("text-delta", "txt_1", "plain"),
+        (
+            "reasoning-delta",
+            "rsn_\"odd\"\n:0",
+            " \"two\"\n\t\u{1}é😀</script>\\",
+        ),
+        ("text-delta", "", ""),
+    ] {
+        let raw = serde_json::value::RawValue::from_string(serde_json::to_string(delta).unwrap())
+            .unwrap();
+        let mut written = Vec::new();
+        assert!(super::write_delta_chunk(&mut written, kind, id, &raw).is_ok());
+        let expected = serde_json::to_vec(&DeltaChunk {
+            kind,
+            id,
+            delta: &raw,
+        })
+        .unwrap();
+        assert_eq!(String::from_utf8(written), String::from_utf8(expected));
+    }
+}
+
+/// What every delta reads stays in two cache lines: the rest of the state is out of line.
+#[test]
+fn the_state_a_delta_reads_is_small() {
+    assert!(std::mem::size_of::<UiMessageStream>() <= 128);
 }
