@@ -62,7 +62,7 @@ impl<'a> LoggedDelta<'a> {
             }),
             ("reasoning_part_delta", None, Some(delta)) => Some(LoggedDelta::Reasoning {
                 segment_id,
-                summary_index: members.summary_index?.parse().ok()?,
+                summary_index: index(members.summary_index?)?,
                 delta: raw_string(delta)?,
                 ts,
             }),
@@ -188,6 +188,15 @@ fn string(raw: &str) -> Option<Cow<'_, str>> {
     }
 }
 
+/// A JSON number that is an index: digits only, as serde_json reads a `u32` (no sign, no
+/// leading zero).
+fn index(raw: &str) -> Option<u32> {
+    let digits = raw.bytes().all(|byte| byte.is_ascii_digit());
+    (digits && (raw == "0" || !raw.starts_with('0')))
+        .then(|| raw.parse().ok())
+        .flatten()
+}
+
 /// A string value as its JSON, checked by serde_json (escapes, control characters).
 fn raw_string(raw: &str) -> Option<&RawValue> {
     if !raw.starts_with('"') {
@@ -284,6 +293,8 @@ mod tests {
             r#"{"typ\u0065":"text_delta","segment_id":"s","ts":"t","delta":"a"}"#,
             r#"{"type":"reasoning_part_delta","segment_id":"s","ts":"t","text_delta":"a"}"#,
             r#"{"type":"reasoning_part_delta","segment_id":"s","ts":"t","text_delta":"a","summary_index":-1}"#,
+            r#"{"type":"reasoning_part_delta","segment_id":"s","ts":"t","text_delta":"a","summary_index":+1}"#,
+            r#"{"type":"reasoning_part_delta","segment_id":"s","ts":"t","text_delta":"a","summary_index":01}"#,
         ] {
             assert!(LoggedDelta::read(json).is_none(), "read as a delta: {json}");
         }

@@ -544,7 +544,8 @@ fn a_delta_chunk_is_written_as_serde_would() {
     }
 }
 
-/// What every delta reads stays in two cache lines: the rest of the state is out of line.
+/// The mapper's state stays small (what every delta reads is at its start, the rest out of
+/// line), so that a reader touches few cache lines per delta.
 #[test]
 fn the_state_a_delta_reads_is_small() {
     assert!(std::mem::size_of::<UiMessageStream>() <= 128);
