@@ -23,14 +23,7 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     if !matches!(bytes[10], b'T' | b't' | b' ') || bytes[16] != b':' {
         return None;
     }
-    let number = |range: std::ops::Range<usize>| -> Option<i64> {
-        let part = text.get(range)?;
-        if part.bytes().all(|b| b.is_ascii_digit()) {
-            part.parse().ok()
-        } else {
-            None
-        }
-    };
+    let number = |range: std::ops::Range<usize>| digits(bytes.get(range)?);
     let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
     let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
     if !(1..=12).contains(&month)
@@ -41,34 +34,45 @@ pub fn parse_rfc3339_millis(text: &str) -> Option<i64> {
     {
         return None;
     }
-    let mut rest = &text[19..];
+    let mut rest = &bytes[19..];
     let mut millis = 0;
-    if let Some(fraction) = rest.strip_prefix('.') {
-        let digits = fraction.bytes().take_while(|b| b.is_ascii_digit()).count();
-        if digits == 0 {
+    if let Some(fraction) = rest.strip_prefix(b".") {
+        let count = fraction.iter().take_while(|b| b.is_ascii_digit()).count();
+        if count == 0 {
             return None;
         }
-        let padded = format!("{:0<3}", &fraction[..digits.min(3)]);
-        millis = padded.parse::<i64>().ok()?;
-        rest = &fraction[digits..];
+        // The first three digits, as milliseconds: ".1" is 100, ".123456" is 123.
+        let shown = count.min(3);
+        millis = digits(&fraction[..shown])? * [100, 10, 1][shown - 1];
+        rest = &fraction[count..];
     }
     let offset_minutes = match rest {
-        "Z" | "z" => 0,
-        _ if rest.len() == 6 && rest.as_bytes()[3] == b':' => {
-            let sign = match rest.as_bytes()[0] {
+        b"Z" | b"z" => 0,
+        [sign, h1, h2, b':', m1, m2] => {
+            let sign = match sign {
                 b'+' => 1,
                 b'-' => -1,
                 _ => return None,
             };
-            let hours: i64 = rest.get(1..3)?.parse().ok()?;
-            let minutes: i64 = rest.get(4..6)?.parse().ok()?;
-            sign * (hours * 60 + minutes)
+            sign * (digits(&[*h1, *h2])? * 60 + digits(&[*m1, *m2])?)
         }
         _ => return None,
     };
     let days = days_from_civil(year, month, day);
     let seconds = days * 86_400 + hour * 3600 + minute * 60 + second - offset_minutes * 60;
     Some(seconds * 1000 + millis)
+}
+
+/// The value of ASCII decimal digits (at most 18 of them), read without allocating: every
+/// mapped stream reads a timestamp per event. `None` if any byte is not a digit.
+fn digits(bytes: &[u8]) -> Option<i64> {
+    if bytes.is_empty() || bytes.len() > 18 {
+        return None;
+    }
+    bytes.iter().try_fold(0, |value, byte| {
+        byte.is_ascii_digit()
+            .then(|| value * 10 + i64::from(byte - b'0'))
+    })
 }
 
 /// Milliseconds from `from` to `to`; `None` when either is malformed or `to` is earlier.
@@ -135,6 +139,18 @@ mod tests {
             parse_rfc3339_millis("2026-01-22T10:30:00Z"),
             Some(1_769_077_800_000)
         );
+        assert_eq!(
+            parse_rfc3339_millis("2026-01-22T10:30:00.12Z"),
+            Some(1_769_077_800_120)
+        );
+        assert_eq!(
+            parse_rfc3339_millis("2026-01-22T10:30:00.123456789Z"),
+            Some(1_769_077_800_123)
+        );
+        assert_eq!(
+            parse_rfc3339_millis("2026-01-22T05:00:00.5-05:30"),
+            Some(1_769_077_800_500)
+        );
     }
 
     #[test]
@@ -145,6 +161,10 @@ mod tests {
             "2026-13-01T00:00:00Z",
             "2026-01-22T10:30:00.Z",
             "2026-01-22T10:30:00",
+            "2026-01-22T10:30:00.1+1:000",
+            "2026-01-22T10:30:00+-1:00",
+            "2026-01-22T1\u{e9}:30:00Z",
+            "+026-01-22T10:30:00Z",
         ] {
             assert_eq!(parse_rfc3339_millis(bad), None, "{bad}");
         }

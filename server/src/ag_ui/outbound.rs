@@ -7,8 +7,8 @@
 use std::{borrow::Cow, io::Write};
 
 use app::protocol::{parse_rfc3339_millis, EventKind, ToolResultStatus, Usage};
-use serde::Serialize;
 use serde_json::{json, value::RawValue, Value};
+use smallvec::SmallVec;
 
 use super::wire::{Event, Interrupt, Outcome, TokenUsage};
 use crate::formats::{
@@ -20,43 +20,62 @@ use crate::formats::{
 /// The reason of the interrupt an approval request becomes.
 pub const TOOL_CALL_REASON: &str = "tool_call";
 
-/// What is open on the AG-UI side, and the usage so far.
+/// What is open on the AG-UI side, and the usage so far. What a delta reads comes first,
+/// together (`repr(C)` keeps the order), the open message's id held in place, and the rest is
+/// out of line: with a thousand readers each event finds its reader's state out of the cache,
+/// so each cache line it touches costs (docs/benchmarks.md, "the AI SDK stream beside
+/// Glassbox's SSE", where the AI SDK's mapping was laid out so first).
 #[derive(Debug)]
+#[repr(C)]
 pub struct Outbound {
+    ended: bool,
+    /// The open text message's id.
+    text: Option<OpenId>,
+    /// The open reasoning message's id (`<segment>-<summary index>`).
+    reasoning_message: Option<OpenId>,
+    rest: Box<Rest>,
+}
+
+/// An open message's id, held in place (most ids fit).
+type OpenId = SmallVec<[u8; 40]>;
+
+/// What only events other than deltas read.
+#[derive(Debug)]
+struct Rest {
     thread_id: String,
     run_id: String,
-    text: Option<String>,
+    /// The open reasoning span's id (its segment).
     reasoning: Option<String>,
-    reasoning_message: Option<String>,
     /// Calls started whose TOOL_CALL_END has not gone out (their arguments come later).
     calls: Vec<String>,
     usage: Option<Usage>,
     model: Option<String>,
     steps: Steps,
-    ended: bool,
 }
 
 impl Outbound {
     pub fn new(thread_id: String, run_id: String) -> Self {
         Outbound {
-            thread_id,
-            run_id,
-            text: None,
-            reasoning: None,
-            reasoning_message: None,
-            calls: Vec::new(),
-            usage: None,
-            model: None,
-            steps: Steps::default(),
             ended: false,
+            text: None,
+            reasoning_message: None,
+            rest: Box::new(Rest {
+                thread_id,
+                run_id,
+                reasoning: None,
+                calls: Vec::new(),
+                usage: None,
+                model: None,
+                steps: Steps::default(),
+            }),
         }
     }
 
     /// The first event of the AG-UI run.
     pub fn started(&self) -> Event {
         Event::RunStarted {
-            thread_id: self.thread_id.clone(),
-            run_id: self.run_id.clone(),
+            thread_id: self.rest.thread_id.clone(),
+            run_id: self.rest.run_id.clone(),
             parent_run_id: None,
         }
     }
@@ -81,7 +100,7 @@ impl Outbound {
                 segment_id,
                 delta,
                 ts,
-            }) if self.text.as_deref() == Some(&segment_id) => {
+            }) if self.text.as_deref() == Some(segment_id.as_bytes()) => {
                 ("TEXT_MESSAGE_CONTENT", segment_id, delta, ts)
             }
             Some(LoggedDelta::Reasoning {
@@ -89,8 +108,8 @@ impl Outbound {
                 summary_index,
                 delta,
                 ts,
-            }) => match self.reasoning_message.as_deref() {
-                Some(open) if is_reasoning_message_id(open, &segment_id, summary_index) => {
+            }) => match self.reasoning_message.as_deref().map(std::str::from_utf8) {
+                Some(Ok(open)) if is_reasoning_message_id(open, &segment_id, summary_index) => {
                     ("REASONING_MESSAGE_CONTENT", Cow::Borrowed(open), delta, ts)
                 }
                 _ => return false,
@@ -104,13 +123,7 @@ impl Outbound {
         if formats::is_empty(delta) {
             return false;
         }
-        let frame = ContentFrame {
-            kind,
-            message_id: &message_id,
-            delta,
-            timestamp,
-        };
-        serde_json::to_writer(out, &frame).is_ok()
+        write_content(out, kind, &message_id, delta, timestamp).is_ok()
     }
 
     /// The AG-UI events one Glassbox event means; none once the AG-UI run has ended.
@@ -160,8 +173,11 @@ impl Outbound {
             }
             EventKind::ToolResult { .. } => self.result(kind, &mut out),
             EventKind::Usage(usage) => {
-                self.usage.get_or_insert_with(Usage::default).add(usage);
-                let change = self.steps.usage();
+                self.rest
+                    .usage
+                    .get_or_insert_with(Usage::default)
+                    .add(usage);
+                let change = self.rest.steps.usage();
                 self.step(change, &mut out);
             }
             EventKind::MessageFinal { .. }
@@ -189,7 +205,7 @@ impl Outbound {
         else {
             return;
         };
-        self.model = Some(model.clone());
+        self.rest.model = Some(model.clone());
         out.push(Event::Custom {
             name: "glassbox.run".into(),
             value: json!({
@@ -218,22 +234,22 @@ impl Outbound {
 
     fn open_reasoning(&mut self, segment_id: &str, index: u32, out: &mut Vec<Event>) {
         let message_id = reasoning_message_id(segment_id, index);
-        if self.reasoning_message.as_deref() == Some(message_id.as_str()) {
+        if self.reasoning_message.as_deref() == Some(message_id.as_bytes()) {
             return;
         }
-        let change = self.steps.content();
+        let change = self.rest.steps.content();
         self.step(change, out);
         self.close_text(out);
         self.close_calls(out);
         self.close_reasoning_message(out);
-        if self.reasoning.as_deref() != Some(segment_id) {
+        if self.rest.reasoning.as_deref() != Some(segment_id) {
             self.close_reasoning(out);
-            self.reasoning = Some(segment_id.to_owned());
+            self.rest.reasoning = Some(segment_id.to_owned());
             out.push(Event::ReasoningStart {
                 message_id: segment_id.to_owned(),
             });
         }
-        self.reasoning_message = Some(message_id.clone());
+        self.reasoning_message = Some(SmallVec::from_slice(message_id.as_bytes()));
         out.push(Event::ReasoningMessageStart {
             message_id,
             role: "reasoning".into(),
@@ -242,27 +258,29 @@ impl Outbound {
 
     fn close_reasoning_message(&mut self, out: &mut Vec<Event>) {
         if let Some(message_id) = self.reasoning_message.take() {
-            out.push(Event::ReasoningMessageEnd { message_id });
+            out.push(Event::ReasoningMessageEnd {
+                message_id: id_string(&message_id),
+            });
         }
     }
 
     fn close_reasoning(&mut self, out: &mut Vec<Event>) {
         self.close_reasoning_message(out);
-        if let Some(message_id) = self.reasoning.take() {
+        if let Some(message_id) = self.rest.reasoning.take() {
             out.push(Event::ReasoningEnd { message_id });
         }
     }
 
     fn text(&mut self, segment_id: &str, delta: &str, out: &mut Vec<Event>) {
-        if self.text.as_deref() != Some(segment_id) {
-            let change = self.steps.content();
+        if self.text.as_deref() != Some(segment_id.as_bytes()) {
+            let change = self.rest.steps.content();
             self.step(change, out);
         }
         self.close_reasoning(out);
         self.close_calls(out);
-        if self.text.as_deref() != Some(segment_id) {
+        if self.text.as_deref() != Some(segment_id.as_bytes()) {
             self.close_text(out);
-            self.text = Some(segment_id.to_owned());
+            self.text = Some(SmallVec::from_slice(segment_id.as_bytes()));
             out.push(Event::TextMessageStart {
                 message_id: segment_id.to_owned(),
                 role: "assistant".into(),
@@ -279,17 +297,19 @@ impl Outbound {
 
     fn close_text(&mut self, out: &mut Vec<Event>) {
         if let Some(message_id) = self.text.take() {
-            out.push(Event::TextMessageEnd { message_id });
+            out.push(Event::TextMessageEnd {
+                message_id: id_string(&message_id),
+            });
         }
     }
 
     /// TOOL_CALL_START, and the arguments as one ARGS then END when they are known; an agent
     /// that streams them sends them later (`tool_call_update.args`).
     fn start_call(&mut self, call_id: &str, name: &str, args: &Value, out: &mut Vec<Event>) {
-        if self.calls.iter().any(|id| id == call_id) {
+        if self.rest.calls.iter().any(|id| id == call_id) {
             return;
         }
-        let change = self.steps.call();
+        let change = self.rest.steps.call();
         self.step(change, out);
         self.close_text(out);
         self.close_reasoning(out);
@@ -298,7 +318,7 @@ impl Outbound {
             tool_call_name: name.to_owned(),
             parent_message_id: None,
         });
-        self.calls.push(call_id.to_owned());
+        self.rest.calls.push(call_id.to_owned());
         if !started_without_args(args) {
             self.end_call(call_id, Some(args), out);
         }
@@ -306,10 +326,10 @@ impl Outbound {
 
     /// The call's ARGS (when known) and its END, if it is open.
     fn end_call(&mut self, call_id: &str, args: Option<&Value>, out: &mut Vec<Event>) {
-        let Some(at) = self.calls.iter().position(|id| id == call_id) else {
+        let Some(at) = self.rest.calls.iter().position(|id| id == call_id) else {
             return;
         };
-        let tool_call_id = self.calls.remove(at);
+        let tool_call_id = self.rest.calls.remove(at);
         if let Some(args) = args.filter(|args| !started_without_args(args)) {
             out.push(Event::ToolCallArgs {
                 tool_call_id: tool_call_id.clone(),
@@ -320,7 +340,7 @@ impl Outbound {
     }
 
     fn close_calls(&mut self, out: &mut Vec<Event>) {
-        for tool_call_id in std::mem::take(&mut self.calls) {
+        for tool_call_id in std::mem::take(&mut self.rest.calls) {
             out.push(Event::ToolCallEnd { tool_call_id });
         }
     }
@@ -333,7 +353,7 @@ impl Outbound {
 
     /// Closes what is open, then the open step: before the run's end or its interrupt.
     fn finish(&mut self, out: &mut Vec<Event>) {
-        let change = self.steps.end();
+        let change = self.rest.steps.end();
         self.step(change, out);
         self.close_all(out);
     }
@@ -389,8 +409,8 @@ impl Outbound {
             metadata: None,
         };
         out.push(Event::RunFinished {
-            thread_id: self.thread_id.clone(),
-            run_id: self.run_id.clone(),
+            thread_id: self.rest.thread_id.clone(),
+            run_id: self.rest.run_id.clone(),
             result: None,
             outcome: Some(Outcome::Interrupt {
                 interrupts: vec![interrupt],
@@ -419,8 +439,8 @@ impl Outbound {
                 usage,
             },
             _ => Event::RunFinished {
-                thread_id: self.thread_id.clone(),
-                run_id: self.run_id.clone(),
+                thread_id: self.rest.thread_id.clone(),
+                run_id: self.rest.run_id.clone(),
                 result: None,
                 outcome: Some(Outcome::Success),
                 usage,
@@ -430,10 +450,10 @@ impl Outbound {
     }
 
     fn token_usage(&self) -> Option<Vec<TokenUsage>> {
-        let usage = self.usage.as_ref()?;
+        let usage = self.rest.usage.as_ref()?;
         Some(vec![TokenUsage {
             provider: None,
-            model: self.model.clone(),
+            model: self.rest.model.clone(),
             input_tokens: Some(usage.input_tokens),
             output_tokens: Some(usage.output_tokens),
             total_tokens: Some(usage.input_tokens.saturating_add(usage.output_tokens)),
@@ -443,15 +463,31 @@ impl Outbound {
     }
 }
 
-/// A `TEXT_MESSAGE_CONTENT` or `REASONING_MESSAGE_CONTENT` event, stamped.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ContentFrame<'a> {
-    #[serde(rename = "type")]
-    kind: &'a str,
-    message_id: &'a str,
-    delta: &'a RawValue,
+/// An open message's id as the event that closes it carries it (it was made from a `&str`).
+fn id_string(id: &OpenId) -> String {
+    String::from_utf8_lossy(id).into_owned()
+}
+
+/// Writes a `TEXT_MESSAGE_CONTENT` or `REASONING_MESSAGE_CONTENT` event, stamped, as serde
+/// writes [`Stamped`](super::wire::Stamped)'s: by hand, as the AI SDK's `text-delta` chunk
+/// (`formats::ai_sdk`), since it is written once per delta per reader; a unit test compares the
+/// bytes with serde's. The delta is the log's JSON string, already escaped.
+fn write_content(
+    mut out: impl Write,
+    kind: &str,
+    message_id: &str,
+    delta: &RawValue,
     timestamp: u64,
+) -> std::io::Result<()> {
+    out.write_all(b"{\"type\":\"")?;
+    out.write_all(kind.as_bytes())?;
+    out.write_all(b"\",\"messageId\":")?;
+    serde_json::to_writer(&mut out, message_id)?;
+    out.write_all(b",\"delta\":")?;
+    out.write_all(delta.get().as_bytes())?;
+    out.write_all(b",\"timestamp\":")?;
+    out.write_all(itoa::Buffer::new().format(timestamp).as_bytes())?;
+    out.write_all(b"}")
 }
 
 /// The interrupt of a call's approval request; [`call_of_interrupt`] reads it back.

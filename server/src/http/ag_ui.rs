@@ -180,9 +180,9 @@ fn respond(
         armed: true,
     };
     let feed = Feed {
-        stop,
         last_id: 0,
         outbound,
+        stop,
     };
     let mut reader = Reader::new(run.events(after), feed);
     reader.queue(|feed, frames, out| {
@@ -193,12 +193,14 @@ fn respond(
 }
 
 /// The AG-UI mapping of one response, and the guard that stops the run if the client leaves
-/// early.
+/// early. What a delta reads leads (`repr(C)`), as in [`Outbound`]: see
+/// [`sse_frames::Reader`].
+#[repr(C)]
 struct Feed {
-    outbound: Outbound,
-    stop: StopOnDrop,
     /// The SSE id of the last frame made.
     last_id: u64,
+    outbound: Outbound,
+    stop: StopOnDrop,
 }
 
 impl Mapping for Feed {
