@@ -47,6 +47,14 @@ struct Members<'a> {
 impl<'a> LoggedDelta<'a> {
     /// The delta `json` holds, if it is a `text_delta` or a `reasoning_part_delta`.
     pub fn read(json: &'a str) -> Option<Self> {
+        match in_logs_layout(json) {
+            Some(delta) => delta,
+            None => Self::read_members(json),
+        }
+    }
+
+    /// [`Self::read`] of any flat object, its members in any order.
+    fn read_members(json: &'a str) -> Option<Self> {
         let members = members(json)?;
         let segment_id = string(members.segment_id?)?;
         let ts = string(members.ts?)?;
@@ -69,6 +77,67 @@ impl<'a> LoggedDelta<'a> {
             _ => None,
         }
     }
+}
+
+/// The delta of `json` if it is written as this instance's log writes an event (`Event`'s
+/// fields in their order, compact): the members are matched as that layout has them, and the
+/// delta, the longest value, is scanned once (by serde_json, which checks it). `Some(None)` for
+/// an event of that layout that is not a delta; `None` for any other layout (another instance's
+/// events come through PostgreSQL's `jsonb`, which orders keys its own way), which
+/// [`LoggedDelta::read_members`] reads.
+fn in_logs_layout(json: &str) -> Option<Option<LoggedDelta<'_>>> {
+    let rest = digits_after(json, r#"{"seq":"#)?;
+    let (_, rest) = plain_string(rest.strip_prefix(r#","run_id":"#)?)?;
+    let (ts, rest) = plain_string(rest.strip_prefix(r#","ts":"#)?)?;
+    let rest = rest.strip_prefix(r#","type":"#)?;
+    if let Some(rest) = rest.strip_prefix(r#""text_delta","segment_id":"#) {
+        let (segment_id, rest) = plain_string(rest)?;
+        let rest = digits_after(rest, r#","sequence_number":"#).unwrap_or(rest);
+        let delta = last_string(rest.strip_prefix(r#","delta":"#)?)?;
+        return Some(Some(LoggedDelta::Text {
+            segment_id: Cow::Borrowed(segment_id),
+            delta,
+            ts: Cow::Borrowed(ts),
+        }));
+    }
+    let Some(rest) = rest.strip_prefix(r#""reasoning_part_delta","segment_id":"#) else {
+        return Some(None);
+    };
+    let (segment_id, rest) = plain_string(rest)?;
+    let rest = rest.strip_prefix(r#","summary_index":"#)?;
+    let (summary_index, rest) = rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
+    let delta = last_string(rest.strip_prefix(r#","text_delta":"#)?)?;
+    Some(Some(LoggedDelta::Reasoning {
+        segment_id: Cow::Borrowed(segment_id),
+        summary_index: index(summary_index)?,
+        delta,
+        ts: Cow::Borrowed(ts),
+    }))
+}
+
+/// What follows `prefix` and the digits after it (at least one), if `text` starts so.
+fn digits_after<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let rest = text.strip_prefix(prefix)?;
+    let after = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+    (after.len() < rest.len()).then_some(after)
+}
+
+/// A string value without escapes at the start of `text`, unquoted, and what follows it.
+fn plain_string(text: &str) -> Option<(&str, &str)> {
+    let inner = text.strip_prefix('"')?;
+    let end = inner
+        .bytes()
+        .position(|byte| matches!(byte, b'"' | b'\\'))?;
+    match inner.as_bytes()[end] {
+        b'"' => Some((&inner[..end], &inner[end + 1..])),
+        _ => None,
+    }
+}
+
+/// The object's last value, a string, as its JSON: `text` is what follows its key, up to the
+/// object's end.
+fn last_string(text: &str) -> Option<&RawValue> {
+    raw_string(text.strip_suffix('}')?)
 }
 
 /// Whether a delta read as [`LoggedDelta`] is the empty string.
@@ -269,6 +338,64 @@ mod tests {
             LoggedDelta::read(&reasoning),
             Some(LoggedDelta::Reasoning { summary_index: 12, delta, .. }) if delta.get() == "\"why\""
         ));
+    }
+
+    /// The log's own layout is read as any other: the same delta, or none, for the log's lines
+    /// and for lines that start as the log's and then differ.
+    #[test]
+    fn the_logs_layout_reads_as_any_other() {
+        let text = logged(text(" \"a\"\n"));
+        let first = logged(EventKind::TextDelta {
+            segment_id: "txt_1".into(),
+            sequence_number: Some(3),
+            delta: "x".into(),
+        });
+        let reasoning = logged(EventKind::ReasoningPartDelta {
+            segment_id: "rsn_1".into(),
+            summary_index: 12,
+            text_delta: "why".into(),
+        });
+        let usage = logged(EventKind::Usage(Default::default()));
+        let mut lines = vec![text.clone(), first.clone(), reasoning.clone(), usage];
+        for (from, to) in [
+            (r#""delta":" "#, r#""delta": " "#),
+            (r#""a\"\n"}"#, r#""a\"\n" }"#),
+            (r#""a\"\n"}"#, r#""a\"\n","delta":"b"}"#),
+            (r#""a\"\n"}"#, r#""a\"\n","x":1}"#),
+            (r#""a\"\n"}"#, r#""a\"\n"}}"#),
+            (r#""a\"\n"}"#, r#""a\q"}"#),
+            (r#""a\"\n"}"#, r#""a"#),
+            (r#""txt_1""#, r#""txt_\u0031""#),
+            (r#""txt_1""#, r#""txt_1","segment_id":"txt_2""#),
+            ("\"delta\"", "\"text_delta\""),
+            ("\"seq\":7", "\"seq\":"),
+            ("\"seq\":7", "\"seq\":7,\"seq\":8"),
+            ("\"ts\":", "\"ts\":1,\"tz\":"),
+        ] {
+            lines.push(text.replacen(from, to, 1));
+        }
+        for (from, to) in [
+            ("\"sequence_number\":3", "\"sequence_number\":"),
+            ("\"sequence_number\":3", "\"sequence_number\":-3"),
+        ] {
+            lines.push(first.replacen(from, to, 1));
+        }
+        for (from, to) in [
+            ("\"summary_index\":12", "\"summary_index\":012"),
+            ("\"summary_index\":12", "\"summary_index\":"),
+            ("\"summary_index\":12", "\"summary_index\":99999999999"),
+            ("\"text_delta\"", "\"delta\""),
+        ] {
+            lines.push(reasoning.replacen(from, to, 1));
+        }
+        for line in &lines {
+            let general = format!("{:?}", LoggedDelta::read_members(line));
+            assert_eq!(format!("{:?}", LoggedDelta::read(line)), general, "{line}");
+        }
+        // The log's own lines take the short way.
+        for line in &lines[..4] {
+            assert!(in_logs_layout(line).is_some(), "{line}");
+        }
     }
 
     /// What is not one of the two deltas, or not the log's flat object, is not read as one
