@@ -5,11 +5,12 @@
 //! serde_json's derived reading of the event's object (each key matched through a field
 //! visitor, every value parsed) was most of what a delta cost a mapped stream over Glassbox's
 //! own, which writes the logged JSON as it is (docs/benchmarks.md, "the AI SDK stream beside
-//! Glassbox's SSE"). Here one pass finds the top-level members of the flat object the log
-//! writes; only the values a format uses are handed to serde_json (the delta as a borrowed
-//! `RawValue`, which checks it is a well-formed string; the ids unescaped only if escaped). Any
-//! object this pass does not expect (a nested value, an escaped or repeated key, a kind other
-//! than the two deltas) is not a delta, and the caller parses it whole as before.
+//! Glassbox's SSE"). An event as the log writes it is read by matching that layout key by key;
+//! any other flat object by one pass that finds its top-level members. Either way only the
+//! values a format uses are handed to serde_json (the delta as a borrowed `RawValue`, which
+//! checks it is a well-formed string; the ids unescaped only if escaped). Any object neither
+//! expects (a nested value, an escaped or repeated key, a kind other than the two deltas) is not
+//! a delta, and the caller parses it whole as before.
 
 use std::borrow::Cow;
 
@@ -79,16 +80,21 @@ impl<'a> LoggedDelta<'a> {
     }
 }
 
-/// The delta of `json` if it is written as this instance's log writes an event (`Event`'s
-/// fields in their order, compact): the members are matched as that layout has them, and the
-/// delta, the longest value, is scanned once (by serde_json, which checks it). `Some(None)` for
-/// an event of that layout that is not a delta; `None` for any other layout (another instance's
-/// events come through PostgreSQL's `jsonb`, which orders keys its own way), which
+/// The delta of `json` if it is written as the log writes an event (`Event`'s fields in their
+/// order, compact, as serde_json writes them; events read back from PostgreSQL's `jsonb` are
+/// written through `Event` again, so they are too): the members are matched as that layout has
+/// them, and the delta, the longest value, is scanned once (by serde_json, which checks it).
+/// `Some(None)` for an event of that layout whose type is neither delta's; `None` for anything
+/// else (an escape in an id or the time, JSON not written from `Event`), which
 /// [`LoggedDelta::read_members`] reads.
 fn in_logs_layout(json: &str) -> Option<Option<LoggedDelta<'_>>> {
     let rest = digits_after(json, r#"{"seq":"#)?;
     let (_, rest) = plain_string(rest.strip_prefix(r#","run_id":"#)?)?;
     let (ts, rest) = plain_string(rest.strip_prefix(r#","ts":"#)?)?;
+    let (kind, _) = plain_string(rest.strip_prefix(r#","type":"#)?)?;
+    if !matches!(kind, "text_delta" | "reasoning_part_delta") {
+        return Some(None);
+    }
     let rest = rest.strip_prefix(r#","type":"#)?;
     if let Some(rest) = rest.strip_prefix(r#""text_delta","segment_id":"#) {
         let (segment_id, rest) = plain_string(rest)?;
@@ -100,9 +106,7 @@ fn in_logs_layout(json: &str) -> Option<Option<LoggedDelta<'_>>> {
             ts: Cow::Borrowed(ts),
         }));
     }
-    let Some(rest) = rest.strip_prefix(r#""reasoning_part_delta","segment_id":"#) else {
-        return Some(None);
-    };
+    let rest = rest.strip_prefix(r#""reasoning_part_delta","segment_id":"#)?;
     let (segment_id, rest) = plain_string(rest)?;
     let rest = rest.strip_prefix(r#","summary_index":"#)?;
     let (summary_index, rest) = rest.split_at(rest.bytes().take_while(u8::is_ascii_digit).count());
@@ -366,6 +370,9 @@ mod tests {
             (r#""a\"\n"}"#, r#""a\q"}"#),
             (r#""a\"\n"}"#, r#""a"#),
             (r#""txt_1""#, r#""txt_\u0031""#),
+            ("\"text_delta\",", "\"text_delta\" ,"),
+            ("\"text_delta\"", "\"text\\u005fdelta\""),
+            ("\"segment_id\":\"txt_1\",", ""),
             (r#""txt_1""#, r#""txt_1","segment_id":"txt_2""#),
             ("\"delta\"", "\"text_delta\""),
             ("\"seq\":7", "\"seq\":"),
@@ -388,6 +395,10 @@ mod tests {
         ] {
             lines.push(reasoning.replacen(from, to, 1));
         }
+        lines.push(
+            r#"{"seq":7,"run_id":"run_1","ts":"2026-11-27T12:00:00.125Z","type":"text_delta","delta":"x","segment_id":"txt_1"}"#
+                .to_owned(),
+        );
         for line in &lines {
             let general = format!("{:?}", LoggedDelta::read_members(line));
             assert_eq!(format!("{:?}", LoggedDelta::read(line)), general, "{line}");
