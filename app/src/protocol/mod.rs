@@ -18,7 +18,7 @@ pub use event::*;
 pub use message::*;
 pub use records::*;
 pub use reducer::{fold, Reducer};
-pub use time::{elapsed_ms, format_rfc3339_millis, parse_rfc3339_millis};
+pub use time::{elapsed_ms, format_rfc3339_millis, parse_rfc3339_millis, write_rfc3339_millis};
 
 /// The first `max_chars` characters of `text`, or `None` when it is not longer than that.
 pub fn shorten_chars(text: &str, max_chars: usize) -> Option<&str> {

@@ -3,14 +3,45 @@
 
 /// Formats milliseconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SS.mmmZ`.
 pub fn format_rfc3339_millis(unix_ms: i64) -> String {
+    let mut text = String::with_capacity(24);
+    write_rfc3339_millis(&mut text, unix_ms);
+    text
+}
+
+/// [`format_rfc3339_millis`] into `out`, which is cleared first: the server's run log stamps
+/// every event, into the same string each time, so without an allocation or `fmt` per event.
+pub fn write_rfc3339_millis(out: &mut String, unix_ms: i64) {
     let days = unix_ms.div_euclid(86_400_000);
     let ms_of_day = unix_ms.rem_euclid(86_400_000);
     let (year, month, day) = civil_from_days(days);
-    let hour = ms_of_day / 3_600_000;
-    let minute = ms_of_day / 60_000 % 60;
-    let second = ms_of_day / 1000 % 60;
-    let millis = ms_of_day % 1000;
-    format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+    out.clear();
+    if (0..=9999).contains(&year) {
+        push_digits(out, year, 4);
+    } else {
+        // Writing into a String never fails.
+        let _ = std::fmt::Write::write_fmt(out, format_args!("{year:04}"));
+    }
+    let fields = [
+        ('-', month, 2),
+        ('-', day, 2),
+        ('T', ms_of_day / 3_600_000, 2),
+        (':', ms_of_day / 60_000 % 60, 2),
+        (':', ms_of_day / 1000 % 60, 2),
+        ('.', ms_of_day % 1000, 3),
+    ];
+    for (separator, value, width) in fields {
+        out.push(separator);
+        push_digits(out, value, width);
+    }
+    out.push('Z');
+}
+
+/// `value` (0 or more, under 10^`width`) in `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, value: i64, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10_i64.pow(place)).rem_euclid(10);
+        out.push(char::from(b'0' + digit as u8));
+    }
 }
 
 /// Parses an RFC 3339 timestamp (any fraction length, `Z` or a numeric offset) into milliseconds
@@ -124,6 +155,27 @@ mod tests {
             format_rfc3339_millis(951_782_400_000),
             "2000-02-29T00:00:00.000Z"
         );
+    }
+
+    /// What `format!` wrote before [`write_rfc3339_millis`] wrote the digits itself, for dates
+    /// across the calendar, before the epoch, and years of other widths.
+    #[test]
+    fn writes_what_format_wrote() {
+        let reference = |unix_ms: i64| {
+            let days = unix_ms.div_euclid(86_400_000);
+            let ms_of_day = unix_ms.rem_euclid(86_400_000);
+            let (year, month, day) = civil_from_days(days);
+            let (hour, minute) = (ms_of_day / 3_600_000, ms_of_day / 60_000 % 60);
+            let (second, millis) = (ms_of_day / 1000 % 60, ms_of_day % 1000);
+            format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}.{millis:03}Z")
+        };
+        let mut written = String::from("left over");
+        let mut instants = vec![0, -1, 1, 999, -62_135_596_800_001, 253_402_300_800_000];
+        instants.extend((0..2_000).map(|step| step * 1_234_567_891_011 - 1_000_000_000_000_000));
+        for unix_ms in instants {
+            write_rfc3339_millis(&mut written, unix_ms);
+            assert_eq!(written, reference(unix_ms), "{unix_ms}");
+        }
     }
 
     #[test]

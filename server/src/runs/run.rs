@@ -111,6 +111,9 @@ struct Log {
     /// Where each event is serialized before its JSON is copied into the log at its exact size:
     /// no buffer of its own per event, and none grown on the way (see [`SCRATCH_KEPT`]).
     scratch: Vec<u8>,
+    /// The run id and the time each event is stamped with, lent to the event while it is
+    /// serialized and reduced and given back after: no string of their own per event.
+    stamp: (String, String),
 }
 
 /// The serialization buffer is kept up to this size; a larger event's (a terminal event carries
@@ -271,22 +274,34 @@ impl Run {
     }
 
     fn append_one(&self, log: &mut Log, kind: EventKind) -> Option<u64> {
-        let seq = log.events.len() as u64 + 1;
+        let (mut run_id, mut ts) = std::mem::take(&mut log.stamp);
+        if run_id != self.run_id {
+            run_id.clone_from(&self.run_id);
+        }
+        app::protocol::write_rfc3339_millis(&mut ts, crate::stamps::now_unix_ms());
         let mut event = Event {
-            seq,
-            run_id: self.run_id.clone(),
-            ts: crate::stamps::now_rfc3339(),
+            seq: log.events.len() as u64 + 1,
+            run_id,
+            ts,
             kind,
         };
-        let mut len = serialize(&mut log.scratch, &event)?;
+        let seq = self.append_event(log, &mut event);
+        log.stamp = (event.run_id, event.ts);
+        seq
+    }
+
+    /// Serializes, charges, reduces and logs `event`: [`Self::append_one`]'s work.
+    fn append_event(&self, log: &mut Log, event: &mut Event) -> Option<u64> {
+        let seq = event.seq;
+        let mut len = serialize(&mut log.scratch, event)?;
         if len > MAX_EVENT_BYTES && !event.kind.is_terminal() {
             shrink_to_cap(&mut event.kind, len);
-            len = serialize(&mut log.scratch, &event)?;
+            len = serialize(&mut log.scratch, event)?;
         }
         if event.kind.is_terminal() {
             // It carries the whole message: cut to what is left under both caps.
-            if super::terminal::fit(&mut event, self.room_left(log)) {
-                len = serialize(&mut log.scratch, &event)?;
+            if super::terminal::fit(event, self.room_left(log)) {
+                len = serialize(&mut log.scratch, event)?;
             }
             self.budget.charge(len);
             log.charged += len;
@@ -297,7 +312,7 @@ impl Run {
             }
             return None;
         }
-        log.reducer.apply(&event);
+        log.reducer.apply(event);
         if matches!(
             event.kind,
             EventKind::ReasoningPartCompleted { .. } | EventKind::ToolResult { .. }
