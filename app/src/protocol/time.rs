@@ -38,6 +38,10 @@ pub fn write_rfc3339_millis(out: &mut String, unix_ms: i64) {
 
 /// `value` (0 or more, under 10^`width`) in `width` decimal digits, zero-padded.
 fn push_digits(out: &mut String, value: i64, width: u32) {
+    debug_assert!(
+        (0..10_i64.pow(width)).contains(&value),
+        "{value} in {width} digits"
+    );
     for place in (0..width).rev() {
         let digit = (value / 10_i64.pow(place)).rem_euclid(10);
         out.push(char::from(b'0' + digit as u8));
@@ -171,7 +175,10 @@ mod tests {
         };
         let mut written = String::from("left over");
         let mut instants = vec![0, -1, 1, 999, -62_135_596_800_001, 253_402_300_800_000];
+        // Years -29,719 to 48,485 (a quarter of them in 0-9999, written digit by digit)...
         instants.extend((0..2_000).map(|step| step * 1_234_567_891_011 - 1_000_000_000_000_000));
+        // ...and 1970 to 2100 densely: every month, day, hour and millisecond digit.
+        instants.extend((0..200_000).map(|step| step * 20_511_217));
         for unix_ms in instants {
             write_rfc3339_millis(&mut written, unix_ms);
             assert_eq!(written, reference(unix_ms), "{unix_ms}");

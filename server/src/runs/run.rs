@@ -229,7 +229,8 @@ impl Run {
 
     fn log(&self) -> MutexGuard<'_, Log> {
         // A panic while holding the lock cannot leave the log half-written (every mutation is a
-        // push after validation), so a poisoned lock is still safe to use.
+        // push after validation; the stamp strings lent to an event are set again by the next
+        // one), so a poisoned lock is still safe to use.
         self.log
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -275,6 +276,7 @@ impl Run {
 
     fn append_one(&self, log: &mut Log, kind: EventKind) -> Option<u64> {
         let (mut run_id, mut ts) = std::mem::take(&mut log.stamp);
+        // Empty for the run's first event, and after a panic lost the lent strings.
         if run_id != self.run_id {
             run_id.clone_from(&self.run_id);
         }
