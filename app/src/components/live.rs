@@ -330,9 +330,16 @@ impl ChatState {
         question
     }
 
-    /// The followed run has ended: its message is complete where it stands.
+    /// The followed run `run_id` has ended: its message is complete where it stands. Nothing
+    /// happens when another run is followed by now.
     #[cfg(feature = "hydrate")]
-    fn run_ended(&self) {
+    fn run_ended(&self, run_id: &str) {
+        let followed = self
+            .live_run
+            .try_with_untracked(|run| run.as_ref().is_some_and(|run| run.run_id == run_id));
+        if followed != Some(true) {
+            return;
+        }
         self.live_run.set(None);
         self.connection_error.set(None);
         self.conversations_changed.update(|n| *n += 1);
@@ -388,7 +395,16 @@ pub mod browser {
     pub fn follow_run(state: ChatState, run: LiveRun) {
         stop_following(state);
         let model = state.assistant_model(&run.message_id);
-        let feed = Feed::new(model).on_end(move || state.run_ended());
+        let run_id = run.run_id.clone();
+        // The run's end (its controls back on every message, the list read again) waits for a
+        // task after the frame that drew the complete message: the two in one frame were a
+        // task of 50-60 ms with 400 messages shown.
+        let feed = Feed::new(model).on_end(move || {
+            leptos::task::spawn_local(async move {
+                crate::components::deferred::next_task().await;
+                state.run_ended(&run_id);
+            })
+        });
         let url = crate::client::run_events(&run.run_id);
         let lost = move || {
             state
