@@ -99,6 +99,9 @@ impl Player {
                 let (trace_id, share) = (self.trace_id.get_value(), self.share.get_value());
                 match crate::api::get_trace(trace_id, share).await {
                     Ok(Some(trace)) => {
+                        // Decoding a big trace's events (5,000: 30-40 ms) took the whole task;
+                        // the seek that follows gets a task of its own.
+                        crate::components::deferred::next_task().await;
                         // The final view's blocks hydrate a task each: the replay changes
                         // them only once they have, and until then no seek finds the cursor.
                         crate::components::deferred::settled().await;
