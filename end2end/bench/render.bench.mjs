@@ -343,6 +343,10 @@ async function longConversationBenchmark(browser, server) {
     const answers = await page.locator('article.message.assistant').count();
     await send(page, 'One more');
     await page.locator('article.message.assistant[data-status="complete"]').nth(answers).waitFor({ timeout: 120_000 });
+    // The chat ends the run a task after the frame that draws the message complete: wait for
+    // that too, and for the frame after it, so the phase holds the run's whole end.
+    await page.locator('section.messages:not(.run-going)').waitFor({ timeout: 10_000 });
+    await page.evaluate(() => new Promise((done) => requestAnimationFrame(() => setTimeout(done, 0))));
   });
   // The conversation's big trace (its first answer: about 5,000 events), opened and replayed at
   // each speed, Instant included, as a reader does from the message's trace link.
@@ -359,12 +363,19 @@ async function longConversationBenchmark(browser, server) {
       await page.evaluate(async (instant) => {
         const article = document.querySelector('.message.replay');
         const button = (label) => [...document.querySelectorAll('.replay-controls button')].find((b) => b.textContent.trim() === label);
-        const until = (wanted) => new Promise((resolve) => {
+        // Fails after five minutes, or as soon as the page says the replay cannot go on.
+        const until = (wanted) => new Promise((resolve, reject) => {
           if (article.dataset.replay === wanted) return resolve();
+          const timer = setTimeout(() => { observer.disconnect(); reject(new Error(`the replay never got to ${wanted}`)); }, 300_000);
           const observer = new MutationObserver(() => {
-            if (article.dataset.replay === wanted) { observer.disconnect(); resolve(); }
+            const failed = document.querySelector('.replay-controls ~ .error')?.textContent;
+            if (article.dataset.replay !== wanted && !failed) return;
+            observer.disconnect();
+            clearTimeout(timer);
+            if (failed) reject(new Error(failed)); else resolve();
           });
           observer.observe(article, { attributes: true, attributeFilter: ['data-replay'] });
+          observer.observe(article.parentNode, { childList: true });
         });
         button('4×').click();
         const playing = until('playing');

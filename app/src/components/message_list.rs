@@ -419,7 +419,9 @@ fn AssistantMessage(
             <RetryNote model />
             <super::activity::ActivityStrip model />
             {footer}
-            <Show when=move || live.get()>
+            // Gone in the frame that draws the message complete, not a task later when the
+            // chat ends the run (`ChatState::run_ended`).
+            <Show when=move || live.get() && streaming()>
                 <RunControls state />
             </Show>
             <EndedNote id model state />
