@@ -258,31 +258,48 @@ async fn a_server_that_dies_is_restarted_and_its_tools_come_back() {
     server.stop().await;
 }
 
+/// The everything server over streamable HTTP, and its port. A port found free can be taken by
+/// another test's server before node binds it (node then exits): each try takes another port.
+async fn everything_over_http() -> (tokio::process::Child, u16) {
+    let mut exits = Vec::new();
+    for _ in 0..3 {
+        let port = free_port();
+        let mut child = tokio::process::Command::new("node")
+            .args([
+                everything_mcp_server().as_os_str(),
+                "streamableHttp".as_ref(),
+            ])
+            .env("PORT", port.to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the everything server over HTTP");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return (child, port);
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                exits.push(format!("port {port}: {status}"));
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the HTTP MCP server did not start on port {port}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    panic!("the HTTP MCP server exited on each try: {exits:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_streamable_http_server_is_reached_by_its_url() {
-    let port = free_port();
-    let mut everything_http = tokio::process::Command::new("node")
-        .args([
-            everything_mcp_server().as_os_str(),
-            "streamableHttp".as_ref(),
-        ])
-        .env("PORT", port.to_string())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("start the everything server over HTTP");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while tokio::net::TcpStream::connect(("127.0.0.1", port))
-        .await
-        .is_err()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the HTTP MCP server did not start"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let (mut everything_http, port) = everything_over_http().await;
     let servers = json!({"remote": {
         "url": format!("http://127.0.0.1:{port}/mcp"),
         "headers": {"X-Team": "glassbox"}
