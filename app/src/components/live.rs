@@ -334,17 +334,16 @@ impl ChatState {
     /// happens when another run is followed by now.
     #[cfg(feature = "hydrate")]
     fn run_ended(&self, run_id: &str) {
+        // The conversation list outlives the view: it shows the run's end in every case.
+        self.conversations_changed.try_update(|n| *n += 1);
         let followed = self
             .live_run
             .try_with_untracked(|run| run.as_ref().is_some_and(|run| run.run_id == run_id));
         if followed != Some(true) {
-            // The conversation list outlives the view: it still shows the run's end.
-            self.conversations_changed.try_update(|n| *n += 1);
             return;
         }
         self.live_run.set(None);
         self.connection_error.set(None);
-        self.conversations_changed.update(|n| *n += 1);
         #[cfg(feature = "hydrate")]
         self.following.set_value(None);
         if self.reread_on_end.get_untracked() {
