@@ -14,7 +14,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants } from 'node:zlib';
 
-const BUDGET = 534_550;
+const BUDGET = 534_950;
 const ISSUE_TARGET = 480_000;
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

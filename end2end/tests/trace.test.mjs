@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeOpenAI, providersFile } from '../support/fake-openai.mjs';
 import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+import { busyRun, storedRun } from '../bench/scenarios.mjs';
 
 let server;
 let fake;
@@ -27,6 +28,8 @@ before(async () => {
         { usage: { input_tokens: 120, output_tokens: 40 } },
       ] },
       long: { delta_interval_ms: 0, steps: [{ text: 'Partial.' }, { tool_calls: [{ name: 'sleep', args: { seconds: 60 } }] }] },
+      // A long stored answer: 30 tool calls between texts, about 60 blocks.
+      many: busyRun(310, 30, 0),
     },
   });
   browser = await launchBrowser();
@@ -190,4 +193,46 @@ test('the trace page is a lazily loaded wasm chunk: a chat never fetches it, the
   assert.equal(response.headers.get('cache-control'), 'public, max-age=31536000, immutable');
   assert.deepEqual(problems, []);
   await context.close();
+});
+
+// Issue 36's trace page of a long run: the server's page lays out the blocks near the top in its
+// first frames and sends the later ones `hidden="until-found"`; the page draws each as the reader
+// nears it and, in the end, all of them. Replay rebuilds the blocks in the browser, none waiting.
+test('a long stored answer draws its later blocks as the reader scrolls to them, and all in the end', async () => {
+  const traceId = (await storedRun(server, 'scenario:many')).traceId;
+  const blocks = '.replay > .segment, .replay > .message-text';
+  const drawn = (page, at) => page.locator(blocks).evaluateAll((all, index) => {
+    const block = all.at(index);
+    return block.getAttribute('hidden') === null && block.firstElementChild.checkVisibility();
+  }, at);
+  // The server's page as it arrives, before its script runs (the wasm held back).
+  const { page: before, context } = await openPage(browser, { viewport: { width: 1280, height: 720 } });
+  await before.route('**/pkg/**', (route) => route.abort('aborted'));
+  await before.goto(`${server.url}/t/${traceId}`);
+  const count = await before.locator(blocks).count();
+  assert.ok(count > 40, `${count} blocks`);
+  assert.equal(await drawn(before, 0), true, 'the first block is drawn');
+  assert.equal(await before.locator(`${blocks}`).last().getAttribute('hidden'), 'until-found', 'the last block waits');
+  await context.close();
+
+  const { page, problems } = await openPage(browser, { viewport: { width: 1280, height: 720 } });
+  await page.goto(`${server.url}/t/${traceId}`);
+  await waitForHydration(page);
+  await page.locator(blocks).last().evaluate((block) => block.scrollIntoView());
+  await page.waitForFunction((selector) => {
+    const last = [...document.querySelectorAll(selector)].at(-1);
+    return last.getAttribute('hidden') === null;
+  }, blocks);
+  // In the end nothing waits, and the blocks hydrated: the last tool call opens on a click.
+  await page.waitForFunction(() => !document.querySelector('.replay [hidden="until-found"]'));
+  await page.locator('.replay > .tool-call').last().locator('.segment-header').click();
+  await page.waitForFunction(() => [...document.querySelectorAll('.replay > .tool-call')].at(-1).classList.contains('open'));
+  // A replay builds the blocks in the browser: the same count, none waiting.
+  await page.getByRole('button', { name: /Replay/ }).click();
+  await page.locator('.message.replay[data-replay="playing"]').waitFor();
+  await page.getByRole('button', { name: 'Instant' }).click();
+  await page.locator('.message.replay[data-replay="done"]').waitFor({ timeout: 30_000 });
+  assert.equal(await page.locator(blocks).count(), count);
+  assert.equal(await page.locator('.replay [hidden="until-found"]').count(), 0);
+  assert.deepEqual(problems, []);
 });

@@ -45,8 +45,24 @@ use leptos::{
 
 use super::inert::ServerElement;
 
+/// `hidden="until-found"` for the `index`th part of a long list from the `at_once`th on, in the
+/// server's page: the page lays them out as the reader nears them (`components::when_visible::Reveal`, in the browser).
+/// None in the browser, which either keeps the server's attribute while hydrating (a hydrated
+/// `None` leaves the element as it is) or builds these lists after a client-side navigation,
+/// a chunk per task (`components::chunks`) or a block per task ([`Deferred`]),
+/// laying out each as it comes.
+pub fn waits_from(index: usize, at_once: usize) -> Option<&'static str> {
+    (cfg!(not(feature = "hydrate")) && index >= at_once).then_some("until-found")
+}
+
 /// A view made when it is first needed, and hydrated in a task of its own.
-pub struct Deferred(Inner);
+pub struct Deferred {
+    inner: Inner,
+    /// The server sends the view's element `hidden="until-found"` ([`waits_from`]). Only the
+    /// server writes it: hydration keeps the server's element as it is.
+    #[cfg(not(feature = "hydrate"))]
+    waits: bool,
+}
 
 enum Inner {
     Make(Box<dyn FnOnce() -> AnyView + Send>),
@@ -55,11 +71,39 @@ enum Inner {
 
 impl Deferred {
     pub fn new(make: impl FnOnce() -> AnyView + Send + 'static) -> Self {
-        Self(Inner::Make(Box::new(make)))
+        Self {
+            inner: Inner::Make(Box::new(make)),
+            #[cfg(not(feature = "hydrate"))]
+            waits: false,
+        }
+    }
+
+    /// Sent to wait until the reader nears it when `waits` ([`waits_from`]) says so.
+    pub fn waiting(self, waits: Option<&'static str>) -> Self {
+        #[cfg(not(feature = "hydrate"))]
+        return Self {
+            waits: waits.is_some(),
+            ..self
+        };
+        #[cfg(feature = "hydrate")]
+        {
+            let _ = waits;
+            self
+        }
+    }
+
+    /// The attributes the server writes on the view's element, with `hidden` when it waits.
+    #[cfg(not(feature = "hydrate"))]
+    fn server_attrs(&self, mut extra_attrs: Vec<AnyAttribute>) -> Vec<AnyAttribute> {
+        use leptos::tachys::html::attribute::any_attribute::IntoAnyAttribute;
+        if self.waits {
+            extra_attrs.push(leptos::attr::hidden("until-found").into_any_attr());
+        }
+        extra_attrs
     }
 
     fn view(self) -> AnyView {
-        match self.0 {
+        match self.inner {
             Inner::Make(make) => make(),
             Inner::Made(view) => view,
         }
@@ -161,12 +205,12 @@ impl RenderHtml for Deferred {
     const MIN_LENGTH: usize = 0;
 
     fn dry_resolve(&mut self) {
-        let made = match std::mem::replace(&mut self.0, Inner::Made(().into_any())) {
+        let made = match std::mem::replace(&mut self.inner, Inner::Made(().into_any())) {
             Inner::Make(make) => make(),
             Inner::Made(view) => view,
         };
-        self.0 = Inner::Made(made);
-        if let Inner::Made(view) = &mut self.0 {
+        self.inner = Inner::Made(made);
+        if let Inner::Made(view) = &mut self.inner {
             view.dry_resolve();
         }
     }
@@ -183,6 +227,8 @@ impl RenderHtml for Deferred {
         mark_branches: bool,
         extra_attrs: Vec<AnyAttribute>,
     ) {
+        #[cfg(not(feature = "hydrate"))]
+        let extra_attrs = self.server_attrs(extra_attrs);
         self.view()
             .to_html_with_buf(buf, position, escape, mark_branches, extra_attrs);
     }
@@ -195,6 +241,8 @@ impl RenderHtml for Deferred {
         mark_branches: bool,
         extra_attrs: Vec<AnyAttribute>,
     ) {
+        #[cfg(not(feature = "hydrate"))]
+        let extra_attrs = self.server_attrs(extra_attrs);
         self.view().to_html_async_with_buf::<OUT_OF_ORDER>(
             buf,
             position,

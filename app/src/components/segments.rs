@@ -1,9 +1,11 @@
 //! How a message's blocks look, live and stored alike. Model and tool text is only ever inserted as text, never as HTML.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use leptos::prelude::*;
 
+use super::deferred::waits_from;
 use super::feed::MessageModel;
 use super::feedback::{NoteTarget, StepNote};
 use super::icons::Icon;
@@ -84,6 +86,10 @@ fn pretty_args(args: &serde_json::Value) -> String {
     serde_json::to_string_pretty(args).unwrap_or_default()
 }
 
+/// The blocks of a long stored answer the server's page lays out at once: enough to fill a tall
+/// screen (a collapsed tool call is one line); the rest wait until the reader nears them.
+pub const BLOCKS_AT_ONCE: usize = 24;
+
 /// A message's blocks in `sequence_number` order, live or stored: the same components either
 /// way, so the end of a run changes attributes, not the DOM. Blocks are keyed by id; each reads
 /// its own signal, so a change in one block redraws that block only.
@@ -96,10 +102,15 @@ pub fn MessageBlocks(
     /// Each block hydrates in a task of its own ([`Deferred`](super::deferred::Deferred)): a
     /// stored answer on a page of its own (the trace page), whose hundreds of blocks hydrated
     /// in one task of 250-290 ms (a run of 249 tool calls). Never for an answer being written.
+    /// The server also sends the blocks after the first [`BLOCKS_AT_ONCE`] to be laid out as
+    /// the reader nears them ([`waits_from`]; the page runs a
+    /// `components::when_visible::Reveal`).
     #[prop(default = false)]
     defer: bool,
 ) -> impl IntoView {
     let notes = StoredValue::new(notes);
+    // The blocks in the order they are first made: the server's and hydration's, top to bottom.
+    let made = Arc::new(AtomicUsize::new(0));
     let working = move || model.is_streaming() && model.blocks.with(Vec::is_empty);
     let streaming = Memo::new(move |_| model.is_streaming());
     let tool_count = Memo::new(move |_| model.tool_counts().0);
@@ -119,10 +130,16 @@ pub fn MessageBlocks(
                 let live = Signal::derive(move || streaming.get() && is_last.get());
                 let is_step = block.segment.with_untracked(|s| !matches!(s, Segment::Text(_)));
                 let segment = block.segment;
-                let make = move || block_view(segment, live, streaming.into(), tool_count.into());
                 let view = match defer {
-                    true => super::deferred::Deferred::new(make).into_any(),
-                    false => make(),
+                    true => {
+                        let waits = waits_from(made.fetch_add(1, Ordering::Relaxed), BLOCKS_AT_ONCE);
+                        super::deferred::Deferred::new(move || {
+                            block_view(segment, live, streaming.into(), tool_count.into())
+                        })
+                        .waiting(waits)
+                        .into_any()
+                    }
+                    false => block_view(segment, live, streaming.into(), tool_count.into()),
                 };
                 let note = notes.get_value().filter(|_| is_step).map(|target| {
                     let step = block.id.clone();

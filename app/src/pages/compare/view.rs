@@ -4,12 +4,13 @@
 
 use leptos::prelude::*;
 
-use super::super::trace::timeline::{bar_rows, waits_from, Axis, Bar};
+use super::super::trace::timeline::{bar_rows, Axis, Bar};
 use super::PageData;
 use crate::compare::{
     Comparison, Field, Row, RowChange, RunSide, Step, StepKind, Totals, WordChange, WordOp,
 };
 use crate::components::chunks::in_chunks;
+use crate::components::deferred::waits_from;
 use crate::components::inert::inert;
 use crate::components::segments::format_duration;
 

@@ -207,6 +207,8 @@ pub(super) fn Replay(
             && (ends_streaming || model.status.get() != MessageStatus::Streaming)
     };
     on_cleanup(move || player.local.close());
+    let answer = NodeRef::<leptos::html::Article>::new();
+    reveal_waiting_blocks(answer);
     view! {
         <p class="live-note" hidden=!live>
             <span class="live-dot" aria-hidden="true"></span>
@@ -214,12 +216,32 @@ pub(super) fn Replay(
         </p>
         <ReplayControls player hidden=live />
         {move || player.load_error.get().map(|error| view! { <p class="error" role="alert">{error}</p> })}
-        <article class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
+        <article node_ref=answer class="message assistant replay" data-replay=move || if finished() { "done" } else { "playing" }>
             <MessageBlocks model notes defer=!live && !ends_streaming />
             <crate::components::activity::ActivityStrip model />
         </article>
     }
     .into_any()
+}
+
+/// Draws the blocks the server left out of the page's first layout (`MessageBlocks` with `defer`,
+/// `deferred::waits_from`) as the reader nears them, and the rest in the background.
+fn reveal_waiting_blocks(answer: NodeRef<leptos::html::Article>) {
+    #[cfg(feature = "hydrate")]
+    {
+        use crate::components::when_visible::Reveal;
+        let reveal = StoredValue::new_local(None::<Reveal>);
+        Effect::new(move |_| {
+            let page = answer
+                .get()
+                .and_then(|article| article.closest(".trace-page").ok().flatten());
+            if let Some(page) = page {
+                reveal.set_value(Reveal::start(&page, "100% 0px"));
+            }
+        });
+    }
+    #[cfg(not(feature = "hydrate"))]
+    let _ = answer;
 }
 
 /// While the run still goes, the replay's feed follows its event stream from the first event.

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 
 use crate::api::get_model_turns;
+use crate::components::deferred::waits_from;
 use crate::components::segments::format_duration;
 use crate::json;
 use crate::models::{ModelTurnTiming, TraceOverview};
@@ -156,15 +157,6 @@ fn tool_bars(call: &ToolCallSegment, axis: Axis, bars: &mut Vec<Bar>) {
     });
 }
 
-/// `hidden="until-found"` for the `index`th part of a long list from the `at_once`th on, in the
-/// server's page: the page lays them out as the reader nears them
-/// (`components::when_visible::Reveal`, in the browser). None in the browser, which only builds
-/// these lists after a client-side navigation (hydration keeps the server's: `inert`), a chunk
-/// per task (`components::chunks`), and lays out each chunk as it comes.
-pub(crate) fn waits_from(index: usize, at_once: usize) -> Option<&'static str> {
-    (cfg!(not(feature = "hydrate")) && index >= at_once).then_some("until-found")
-}
-
 /// The bars as rows: a label, the bar at its place on the axis, and how long it took.
 pub(crate) fn draw(bars: Vec<Bar>, axis: Axis) -> impl IntoView {
     bars.into_iter()
@@ -173,7 +165,7 @@ pub(crate) fn draw(bars: Vec<Bar>, axis: Axis) -> impl IntoView {
 }
 
 /// Each bar's row as a view of its own (for `components::chunks`); those from the `at_once`th on
-/// wait to be drawn ([`waits_from`]).
+/// wait to be drawn ([`waits_from`](crate::components::deferred::waits_from)).
 pub(crate) fn bar_rows(bars: Vec<Bar>, axis: Axis, at_once: usize) -> Vec<AnyView> {
     bars.into_iter()
         .enumerate()
