@@ -200,7 +200,7 @@ impl AddAnyAttr for Deferred {
 }
 
 impl RenderHtml for Deferred {
-    type AsyncOutput = AnyView;
+    type AsyncOutput = Deferred;
     type Owned = Deferred;
     const MIN_LENGTH: usize = 0;
 
@@ -216,7 +216,15 @@ impl RenderHtml for Deferred {
     }
 
     async fn resolve(self) -> Self::AsyncOutput {
-        self.view().resolve().await
+        #[cfg(not(feature = "hydrate"))]
+        let waits = self.waits;
+        let view = self.view().resolve().await;
+        // Still a `Deferred`, so that a page rendered after resolving sends the attribute too.
+        Deferred {
+            inner: Inner::Made(view),
+            #[cfg(not(feature = "hydrate"))]
+            waits,
+        }
     }
 
     fn to_html_with_buf(

@@ -1,11 +1,9 @@
 //! How a message's blocks look, live and stored alike. Model and tool text is only ever inserted as text, never as HTML.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use leptos::prelude::*;
 
-use super::deferred::waits_from;
 use super::feed::MessageModel;
 use super::feedback::{NoteTarget, StepNote};
 use super::icons::Icon;
@@ -103,14 +101,12 @@ pub fn MessageBlocks(
     /// stored answer on a page of its own (the trace page), whose hundreds of blocks hydrated
     /// in one task of 250-290 ms (a run of 249 tool calls). Never for an answer being written.
     /// The server also sends the blocks after the first [`BLOCKS_AT_ONCE`] to be laid out as
-    /// the reader nears them ([`waits_from`]; the page runs a
+    /// the reader nears them ([`waits_from`](super::deferred::waits_from); the page runs a
     /// `components::when_visible::Reveal`).
     #[prop(default = false)]
     defer: bool,
 ) -> impl IntoView {
     let notes = StoredValue::new(notes);
-    // The blocks in the order they are first made: the server's and hydration's, top to bottom.
-    let made = Arc::new(AtomicUsize::new(0));
     let working = move || model.is_streaming() && model.blocks.with(Vec::is_empty);
     let streaming = Memo::new(move |_| model.is_streaming());
     let tool_count = Memo::new(move |_| model.tool_counts().0);
@@ -132,7 +128,7 @@ pub fn MessageBlocks(
                 let segment = block.segment;
                 let view = match defer {
                     true => {
-                        let waits = waits_from(made.fetch_add(1, Ordering::Relaxed), BLOCKS_AT_ONCE);
+                        let waits = block_waits(model, &block.id);
                         super::deferred::Deferred::new(move || {
                             block_view(segment, live, streaming.into(), tool_count.into())
                         })
@@ -150,6 +146,24 @@ pub fn MessageBlocks(
         </For>
     }
     .into_any()
+}
+
+/// Whether the server sends the block `id` to wait until the reader nears it ([`waits_from`](super::deferred::waits_from)):
+/// its place in the message, not a count of the blocks made (a view may be made more than once
+/// while the server renders). Only the server's page has blocks that wait.
+fn block_waits(model: MessageModel, id: &str) -> Option<&'static str> {
+    #[cfg(not(feature = "hydrate"))]
+    {
+        let index = model
+            .blocks
+            .with_untracked(|blocks| blocks.iter().position(|block| block.id == id))?;
+        super::deferred::waits_from(index, BLOCKS_AT_ONCE)
+    }
+    #[cfg(feature = "hydrate")]
+    {
+        let _ = (model, id);
+        None
+    }
 }
 
 fn block_view(
@@ -368,6 +382,10 @@ fn with_part<R: Default>(
 #[cfg(feature = "hydrate")]
 pub fn open_block(block: &web_sys::Element) -> Option<web_sys::HtmlElement> {
     use wasm_bindgen::JsCast;
+    // A block the server sent to wait (`waits_from`) has no layout to scroll to or focus yet.
+    if block.get_attribute("hidden").as_deref() == Some("until-found") {
+        let _ = block.remove_attribute("hidden");
+    }
     let header = block
         .query_selector(":scope > .segment-header")
         .ok()??
