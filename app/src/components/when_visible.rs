@@ -118,6 +118,18 @@ impl Reveal {
             gone,
         })
     }
+
+    /// Starts once `scroller` finds the page's scroller (its element mounted), with a screen's
+    /// margin, and keeps the `Reveal` until the calling component goes.
+    pub fn while_mounted(scroller: impl Fn() -> Option<Element> + 'static) {
+        use leptos::prelude::{Effect, SetValue, StoredValue};
+        let reveal = StoredValue::new_local(None::<Reveal>);
+        Effect::new(move |_| {
+            if let Some(scroller) = scroller() {
+                reveal.set_value(Reveal::start(&scroller, "100% 0px"));
+            }
+        });
+    }
 }
 
 fn draw(observer: &IntersectionObserver, part: &Element) {

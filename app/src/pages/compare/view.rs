@@ -45,15 +45,7 @@ pub(super) fn compare_view(page: PageData, scroller: NodeRef<leptos::html::Main>
 /// Draws the rows and bars the server left out of the first layout as the reader nears them.
 fn reveal_later_parts(scroller: NodeRef<leptos::html::Main>) {
     #[cfg(feature = "hydrate")]
-    {
-        use crate::components::when_visible::Reveal;
-        let reveal = StoredValue::new_local(None::<Reveal>);
-        Effect::new(move |_| {
-            if let Some(scroller) = scroller.get() {
-                reveal.set_value(Reveal::start(&scroller, "100% 0px"));
-            }
-        });
-    }
+    crate::components::when_visible::Reveal::while_mounted(move || scroller.get().map(Into::into));
     #[cfg(not(feature = "hydrate"))]
     let _ = scroller;
 }

@@ -228,18 +228,11 @@ pub(super) fn Replay(
 /// `deferred::waits_from`) as the reader nears them, and the rest in the background.
 fn reveal_waiting_blocks(answer: NodeRef<leptos::html::Article>) {
     #[cfg(feature = "hydrate")]
-    {
-        use crate::components::when_visible::Reveal;
-        let reveal = StoredValue::new_local(None::<Reveal>);
-        Effect::new(move |_| {
-            let page = answer
-                .get()
-                .and_then(|article| article.closest(".trace-page").ok().flatten());
-            if let Some(page) = page {
-                reveal.set_value(Reveal::start(&page, "100% 0px"));
-            }
-        });
-    }
+    crate::components::when_visible::Reveal::while_mounted(move || {
+        answer
+            .get()
+            .and_then(|article| article.closest(".trace-page").ok().flatten())
+    });
     #[cfg(not(feature = "hydrate"))]
     let _ = answer;
 }
