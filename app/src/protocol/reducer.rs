@@ -383,9 +383,12 @@ fn apply_text(message: &mut Message, event: &Event) {
     else {
         return;
     };
+    // From the newest segment, as in `find_reasoning` and `find_tool`: a delta is nearly always
+    // for the last one, and a long run's message has many.
     let existing = message
         .segments
         .iter_mut()
+        .rev()
         .find_map(|segment| match segment {
             Segment::Text(text) if text.id == *segment_id => Some(text),
             _ => None,
@@ -431,6 +434,7 @@ fn find_reasoning<'m>(
     message
         .segments
         .iter_mut()
+        .rev()
         .find_map(|segment| match segment {
             Segment::Reasoning(reasoning) if reasoning.id == segment_id => Some(reasoning),
             _ => None,
@@ -441,6 +445,7 @@ fn find_tool<'m>(message: &'m mut Message, call_id: &str) -> Option<&'m mut Tool
     message
         .segments
         .iter_mut()
+        .rev()
         .find_map(|segment| match segment {
             Segment::ToolCall(call) if call.call_id == call_id => Some(call),
             _ => None,
