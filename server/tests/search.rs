@@ -256,7 +256,8 @@ async fn conversations_kept_before_the_index_are_indexed_after_a_start() {
 }
 
 /// A step is searchable once the checkpoint after it lands, while its run still goes; the run's
-/// end replaces the step's piece, never adds a second.
+/// end keeps the step's piece (its status now the ended message's) or replaces it, never adds
+/// a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_step_is_found_while_its_run_still_goes() {
     let server = TestServer::start().await;
@@ -295,6 +296,7 @@ async fn a_finished_step_is_found_while_its_run_still_goes() {
     );
     assert_eq!(tool[0]["status"], "success");
     assert_eq!(tool[0]["message_id"], started["message_id"]);
+    assert_eq!(reasoning[0]["status"], "streaming", "its message's status");
     assert_eq!(
         server
             .count("SELECT COUNT(*) FROM agent_traces WHERE status = 'running'")
@@ -308,12 +310,14 @@ async fn a_finished_step_is_found_while_its_run_still_goes() {
         .await;
     assert!(status < 300, "cancel: {status}");
     events.collect().await;
+    let reasoning = hits(&server, "narwhals").await;
+    assert_eq!(reasoning.len(), 1, "kept or replaced, not added");
     assert_eq!(
-        hits(&server, "narwhals").await.len(),
-        1,
-        "replaced, not added"
+        reasoning[0]["status"], "cancelled",
+        "the ended message's status"
     );
     assert_eq!(hits(&server, "tool:grep_search").await.len(), 1);
+    assert_eq!(hits(&server, "status:streaming").await.len(), 0);
     server.stop().await;
 }
 

@@ -5,7 +5,8 @@
 //! transaction holds at most `RUNS_PER_TRANSACTION` runs (`SHARED_RUNS_PER_TRANSACTION` on
 //! PostgreSQL), so past that an interval is several short transactions. Each is whole or nothing
 //! (`Store::append_chunks`: one writer job; `tests/store.rs` checks it on both databases). A crash
-//! loses at most the events of the last interval plus one write.
+//! loses at most the events of the last interval plus one write. The steps the runs finished
+//! since the last checkpoint are indexed for search after the chunks, in one more write.
 //!
 //! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
@@ -20,7 +21,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::Run;
-use crate::store::{CheckpointChunk, Store};
+use crate::store::{CheckpointChunk, StepDocs, Store};
 
 /// Checkpoint at least this often while a run goes (and at each `tool_result`).
 pub const CHECKPOINT_INTERVAL: Duration = Duration::from_millis(250);
@@ -130,8 +131,8 @@ impl Checkpointer {
     async fn write_once(self: &Arc<Self>) {
         // Gathering and joining thousands of runs' events takes milliseconds: on this thread, so
         // it holds up no run or stream on the async workers.
-        let (saved, chunks) = self.gather();
-        let mut pending = saved.into_iter().zip(chunks).peekable();
+        let (gathered, steps) = self.gather();
+        let mut pending = gathered.into_iter().peekable();
         // Several short writes rather than one long one: a run that ends (or starts) waits for
         // the writer's transaction in flight.
         while pending.peek().is_some() {
@@ -164,65 +165,106 @@ impl Checkpointer {
                 }
             }
         }
+        self.index_steps(steps).await;
     }
 
-    /// Each tracked run's events since its last checkpoint (with its steps finished since, for
-    /// search), and what storing them moves forward, in the order the runs started. That is the
-    /// order of their traces' keys in SQLite's index of chunks (`agent_traces.chunk_key`, given
-    /// in insertion order), so each transaction of a checkpoint adds its index entries to the
-    /// pages of its own range of traces: with the runs in the map's order, each of the ten
-    /// transactions of a checkpoint of a thousand runs rewrote most of the index's pages.
-    fn gather(&self) -> (Vec<Saved>, Vec<CheckpointChunk>) {
-        let mut gathered: Vec<_> = self
-            .tracked()
-            .iter()
-            .filter_map(|(run_id, tracked)| {
-                let up_to = tracked.run.published().last_seq;
-                if up_to <= tracked.saved {
-                    return None;
+    /// Indexes the steps the runs finished since the last checkpoint, all in one write after the
+    /// chunks: in the chunks' transactions (up to ten per checkpoint, a hundred runs each) each
+    /// transaction's pieces went to random pages of the index's b-trees (conversation, message),
+    /// so most of those pages were written once per transaction, not once per checkpoint.
+    async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>) {
+        if steps.is_empty() {
+            return;
+        }
+        let _writing = self.writing.lock().await;
+        // A run untracked since the gathering has indexed its message at its end.
+        let (indexed, steps): (Vec<Indexed>, Vec<StepDocs>) = {
+            let tracked = self.tracked();
+            steps
+                .into_iter()
+                .filter(|(indexed, _)| tracked.contains_key(&indexed.run_id))
+                .unzip()
+        };
+        match self.store.index_steps(steps).await {
+            Ok(()) => {
+                let mut tracked = self.tracked();
+                for indexed in indexed {
+                    if let Some(entry) = tracked.get_mut(&indexed.run_id) {
+                        entry.steps_seen = indexed.steps_seen;
+                        entry.indexed.extend(indexed.ids);
+                    }
                 }
-                let events = tracked.run.events_between(tracked.saved, up_to, usize::MAX);
-                let mut chunk = CheckpointChunk::new(&tracked.run.trace_id, &events)?;
-                let mut saved = Saved {
+            }
+            Err(error) => tracing::warn!(%error, "indexing finished steps failed; will retry"),
+        }
+    }
+
+    /// Each tracked run's events since its last checkpoint and what storing them moves forward,
+    /// in the order the runs started, and the steps runs finished since the last checkpoint that
+    /// indexed theirs. The runs' order is that of their traces' keys in SQLite's index of chunks
+    /// (`agent_traces.chunk_key`, given in insertion order), so each transaction of a checkpoint
+    /// adds its index entries to the pages of its own range of traces: with the runs in the map's
+    /// order, each of the ten transactions of a checkpoint of a thousand runs rewrote most of the
+    /// index's pages.
+    fn gather(&self) -> Gathered {
+        let mut chunks = Vec::new();
+        let mut steps = Vec::new();
+        for (run_id, tracked) in self.tracked().iter() {
+            let up_to = tracked.run.published().last_seq;
+            if up_to <= tracked.saved {
+                continue;
+            }
+            let events = tracked.run.events_between(tracked.saved, up_to, usize::MAX);
+            let Some(chunk) = CheckpointChunk::new(&tracked.run.trace_id, &events) else {
+                continue;
+            };
+            let saved = Saved {
+                run_id: run_id.clone(),
+                last_seq: chunk.last_seq,
+            };
+            chunks.push((tracked.run.started_at, saved, chunk));
+            // Only when a step has finished since, and only the new steps' pieces.
+            if let Some((steps_seen, docs)) = tracked
+                .run
+                .finished_step_docs(tracked.steps_seen, &tracked.indexed)
+            {
+                let ids = docs.iter().filter_map(|doc| doc.step.clone()).collect();
+                let indexed = Indexed {
                     run_id: run_id.clone(),
-                    last_seq: chunk.last_seq,
-                    steps_seen: None,
-                    indexed: Vec::new(),
+                    steps_seen,
+                    ids,
                 };
-                // Only when a step has finished since, and only the new steps' pieces.
-                if let Some((steps, docs)) = tracked
-                    .run
-                    .finished_step_docs(tracked.steps_seen, &tracked.indexed)
-                {
-                    chunk.docs = docs;
-                    saved.steps_seen = Some(steps);
-                    saved.indexed = chunk.docs.iter().filter_map(|d| d.step.clone()).collect();
-                }
-                Some((tracked.run.started_at, saved, chunk))
-            })
-            .collect();
-        gathered.sort_unstable_by_key(|(started_at, _, _)| *started_at);
-        gathered
+                let trace_id = tracked.run.trace_id.clone();
+                steps.push((indexed, StepDocs { trace_id, docs }));
+            }
+        }
+        chunks.sort_unstable_by_key(|(started_at, _, _)| *started_at);
+        let chunks = chunks
             .into_iter()
             .map(|(_, saved, chunk)| (saved, chunk))
-            .unzip()
+            .collect();
+        (chunks, steps)
     }
 }
+
+/// A checkpoint's chunks, and the steps it indexes, each with what storing it moves forward.
+type Gathered = (Vec<(Saved, CheckpointChunk)>, Vec<(Indexed, StepDocs)>);
 
 /// What a stored chunk moves forward in its run's entry.
 struct Saved {
     run_id: String,
     last_seq: u64,
-    steps_seen: Option<u64>,
-    indexed: Vec<String>,
 }
 
 impl Saved {
     fn apply(self, entry: &mut Tracked) {
         entry.saved = self.last_seq;
-        if let Some(steps) = self.steps_seen {
-            entry.steps_seen = steps;
-        }
-        entry.indexed.extend(self.indexed);
     }
+}
+
+/// What indexing a run's finished steps moves forward in its entry.
+struct Indexed {
+    run_id: String,
+    steps_seen: u64,
+    ids: Vec<String>,
 }

@@ -35,7 +35,7 @@ pub use json::join_json_array;
 pub use postgres::{PgStore, TraceEvents, HEARTBEAT_INTERVAL};
 pub use records::{
     CheckpointChunk, ConversationChange, FinishedTrace, ModelTurn, NewRun, OwnedFinish, Rerun,
-    StartedRun, StoredEvents, StoredUser, TraceShare,
+    StartedRun, StepDocs, StoredEvents, StoredUser, TraceShare,
 };
 pub use recovery::LeftoverRun;
 pub use sqlite::SqliteStore;
@@ -128,6 +128,14 @@ impl Store {
             return Ok(());
         }
         on_backend!(self, append_chunks(chunks))
+    }
+
+    /// Indexes for search the steps that running traces finished, all in one write.
+    pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
+        if steps.is_empty() {
+            return Ok(());
+        }
+        on_backend!(self, index_steps(steps))
     }
 
     /// Closes a trace: its final status and totals, every event as one JSON array, and the

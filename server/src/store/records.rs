@@ -104,8 +104,13 @@ pub struct CheckpointChunk {
     pub first_seq: u64,
     pub last_seq: u64,
     pub events_json: String,
-    /// Steps of the run finished since its last checkpoint, indexed for search in the same
-    /// transaction (their message's owner and conversation are the trace's).
+}
+
+/// Steps a running trace finished since the last checkpoint that indexed its steps, for search
+/// (their message's owner and conversation are the trace's).
+#[derive(Debug)]
+pub struct StepDocs {
+    pub trace_id: String,
     pub docs: Vec<crate::store::search::SearchDoc>,
 }
 
@@ -120,7 +125,6 @@ impl CheckpointChunk {
             first_seq,
             last_seq,
             events_json: join_json_array(&json),
-            docs: Vec::new(),
         })
     }
 }

@@ -141,7 +141,7 @@ fn apply_filter(query: &mut SearchQuery, token: &str) -> bool {
 }
 
 /// One indexed piece of a conversation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SearchDoc {
     pub kind: &'static str,
     pub message_id: Option<String>,
@@ -283,6 +283,65 @@ pub async fn backfill(store: super::Store) {
             "search indexed the conversations kept before its index"
         );
     }
+}
+
+/// A piece of a message already in the index, as a run's end reads it back: its row and what
+/// decides whether the row can stay.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct IndexedPiece {
+    pub id: i64,
+    pub kind: String,
+    pub step: Option<String>,
+    pub tool: Option<String>,
+    pub status: Option<String>,
+    pub model: Option<String>,
+    pub body: String,
+}
+
+/// What a message's end changes in the index that its checkpoints wrote.
+#[derive(Debug, Default, PartialEq)]
+pub struct Reindex {
+    /// Rows whose piece is gone or whose text changed.
+    pub delete: Vec<i64>,
+    /// Rows that stay, with the tool, status and model they take (their text and words stay).
+    pub update: Vec<(i64, SearchDoc)>,
+    /// Pieces with no row yet.
+    pub insert: Vec<SearchDoc>,
+}
+
+/// Plans a finished message's pieces (`docs`, [`answer_docs`]) against the rows its checkpoints
+/// (or a retried end) wrote (`indexed`). A step's piece whose text is the same keeps its row, so
+/// its words are not taken out of the full-text index and put back: at 1,000 finished steps a
+/// second, deleting and inserting every step again at its run's end was most of what indexing
+/// cost the writer (issue 35). Only a piece's tool, status or model can change at the end (a
+/// reasoning block's status is its message's, `streaming` while it runs); its time is its
+/// message's.
+pub fn plan_reindex(indexed: Vec<IndexedPiece>, docs: Vec<SearchDoc>) -> Reindex {
+    let mut plan = Reindex::default();
+    let mut rows = std::collections::HashMap::new();
+    for piece in indexed {
+        // Two rows of one piece (not written by today's code): the later stays.
+        if let Some(twin) = rows.insert((piece.kind.clone(), piece.step.clone()), piece) {
+            plan.delete.push(twin.id);
+        }
+    }
+    for doc in docs {
+        match rows.remove(&(doc.kind.to_owned(), doc.step.clone())) {
+            Some(row) if row.body == doc.body => {
+                if (&row.tool, &row.status, &row.model) != (&doc.tool, &doc.status, &doc.model) {
+                    plan.update.push((row.id, doc));
+                }
+            }
+            Some(row) => {
+                plan.delete.push(row.id);
+                plan.insert.push(doc);
+            }
+            None => plan.insert.push(doc),
+        }
+    }
+    plan.delete.extend(rows.into_values().map(|row| row.id));
+    plan.delete.sort_unstable();
+    plan
 }
 
 /// The pieces of a running message's steps that have finished (a reasoning block completed, a
@@ -455,6 +514,61 @@ fn find_words(haystack: &[char], needle: &[char]) -> Vec<[usize; 2]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn piece(id: i64, kind: &str, step: Option<&str>, status: &str, body: &str) -> IndexedPiece {
+        IndexedPiece {
+            id,
+            kind: kind.into(),
+            step: step.map(Into::into),
+            tool: None,
+            status: Some(status.into()),
+            model: None,
+            body: body.into(),
+        }
+    }
+
+    fn doc(kind: &'static str, step: Option<&str>, status: &str, body: &str) -> SearchDoc {
+        SearchDoc {
+            kind,
+            message_id: Some("m".into()),
+            step: step.map(Into::into),
+            tool: None,
+            status: Some(status.into()),
+            model: None,
+            created_at: "2026-11-28T00:00:00Z".into(),
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn a_run_end_keeps_the_rows_of_unchanged_steps() {
+        let indexed = vec![
+            piece(1, "reasoning", Some("r1"), "streaming", "thinking"),
+            piece(2, "tool", Some("c1"), "success", "grep\n{}\nout"),
+            piece(3, "tool", Some("c2"), "success", "old output"),
+            piece(4, "reasoning", Some("gone"), "streaming", "dropped"),
+            piece(5, "tool", Some("c1"), "success", "a twin"),
+        ];
+        let docs = vec![
+            doc("reasoning", Some("r1"), "complete", "thinking"),
+            doc("tool", Some("c1"), "success", "grep\n{}\nout"),
+            doc("tool", Some("c2"), "success", "new output"),
+            doc("answer", None, "complete", "the answer"),
+        ];
+        let plan = plan_reindex(indexed, docs.clone());
+        // r1 stays with its new status; c1's twin rows (the later kept, its text not the
+        // step's) and c2's old text go, and their pieces come anew; "gone" goes.
+        assert_eq!(plan.update, vec![(1, docs[0].clone())]);
+        assert_eq!(plan.insert, docs[1..].to_vec());
+        assert_eq!(plan.delete, vec![2, 3, 4, 5]);
+        // A retried end of the same message changes nothing.
+        let again = vec![
+            piece(1, "reasoning", Some("r1"), "complete", "thinking"),
+            piece(6, "answer", None, "complete", "the answer"),
+        ];
+        let plan = plan_reindex(again, vec![docs[0].clone(), docs[3].clone()]);
+        assert_eq!(plan, Reindex::default());
+    }
 
     #[test]
     fn parses_words_phrases_and_filters() {

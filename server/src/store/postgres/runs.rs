@@ -3,7 +3,7 @@
 
 use sqlx::PgConnection;
 
-use super::search::{bind_docs, index_answer, index_steps};
+use super::search::{bind_docs, index_answer};
 use super::{conversations::messages_of, jsonb_text, pg_text, PgStore};
 use crate::error::{Error, Result};
 use crate::store::branches::{check_target, run_messages, target_id, Placement, Target};
@@ -235,9 +235,6 @@ async fn append_chunks_in(tx: &mut PgConnection, chunks: Vec<CheckpointChunk>) -
     .bind(columns.3.iter().map(AsRef::as_ref).collect::<Vec<&str>>())
     .execute(&mut *tx)
     .await?;
-    for chunk in chunks.iter().filter(|chunk| !chunk.docs.is_empty()) {
-        index_steps(tx, &chunk.trace_id, &chunk.docs).await?;
-    }
     // Readers on other instances learn of new events when this transaction commits.
     let (traces, seqs): (Vec<String>, Vec<i64>) = chunks
         .iter()

@@ -8,12 +8,20 @@ use sqlx::PgConnection;
 
 use super::{pg_text, PgStore};
 use crate::error::Result;
-use crate::store::decode_message;
 use crate::store::search::{
-    answer_docs, conversation_docs, decodable, SearchDoc, SearchQuery, SearchRow, MAX_HITS,
+    answer_docs, conversation_docs, decodable, plan_reindex, IndexedPiece, SearchDoc, SearchQuery,
+    SearchRow, MAX_HITS,
 };
+use crate::store::{decode_message, StepDocs};
 
 impl PgStore {
+    /// See [`crate::store::Store::index_steps`].
+    pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
+        self.writer
+            .write(move |connection| Box::pin(index_steps_in(connection, steps)))
+            .await
+    }
+
     /// See [`crate::store::Store::backfill_search`]. Instances sharing the database take
     /// different conversations (`SKIP LOCKED`).
     pub async fn backfill_search(&self, limit: usize, now: String) -> Result<usize> {
@@ -102,8 +110,8 @@ pub(super) fn bind_docs<'q>(
         .bind(bodies)
 }
 
-/// Indexes a finished assistant message (replacing what a retried end wrote; its feedback's
-/// pieces stay).
+/// Indexes a finished assistant message over what its checkpoints or a retried end wrote
+/// ([`plan_reindex`]: unchanged steps keep their rows; its feedback's pieces stay).
 pub(super) async fn index_answer(
     tx: &mut PgConnection,
     trace_id: &str,
@@ -112,28 +120,47 @@ pub(super) async fn index_answer(
     let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id).await? else {
         return Ok(());
     };
-    sqlx::query("DELETE FROM search_docs WHERE message_id = $1 AND kind <> 'feedback'")
-        .bind(&message.id)
+    let indexed: Vec<IndexedPiece> = sqlx::query_as(
+        "SELECT id, kind, step, tool, status, model, body FROM search_docs
+         WHERE message_id = $1 AND kind <> 'feedback'",
+    )
+    .bind(&message.id)
+    .fetch_all(&mut *tx)
+    .await?;
+    // Compared as stored: PostgreSQL's text holds no NUL.
+    let docs = answer_docs(message).into_iter().map(|mut doc| {
+        for text in [&mut doc.step, &mut doc.tool, &mut doc.model] {
+            *text = text.as_deref().map(|t| pg_text(t).into_owned());
+        }
+        doc.body = pg_text(&doc.body).into_owned();
+        doc
+    });
+    let plan = plan_reindex(indexed, docs.collect());
+    sqlx::query("DELETE FROM search_docs WHERE id = ANY($1)")
+        .bind(&plan.delete)
         .execute(&mut *tx)
         .await?;
-    insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message)).await
+    for (id, doc) in plan.update {
+        // Not the body, so not the words under the GIN index.
+        sqlx::query("UPDATE search_docs SET tool = $1, status = $2, model = $3 WHERE id = $4")
+            .bind(doc.tool)
+            .bind(doc.status)
+            .bind(doc.model)
+            .bind(id)
+            .execute(&mut *tx)
+            .await?;
+    }
+    insert_docs(tx, &owner_id, &conversation_id, &plan.insert).await
 }
 
-/// Indexes steps a running trace has finished since its last checkpoint.
-pub(super) async fn index_steps(
-    tx: &mut PgConnection,
-    trace_id: &str,
-    docs: &[SearchDoc],
-) -> Result<()> {
-    if docs.is_empty() {
-        return Ok(());
-    }
-    match trace_owner(tx, trace_id).await? {
-        Some((owner_id, conversation_id)) => {
-            insert_docs(tx, &owner_id, &conversation_id, docs).await
+/// Indexes the steps that running traces finished since the last checkpoint.
+async fn index_steps_in(tx: &mut PgConnection, steps: Vec<StepDocs>) -> Result<()> {
+    for StepDocs { trace_id, docs } in steps.iter().filter(|steps| !steps.docs.is_empty()) {
+        if let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id).await? {
+            insert_docs(tx, &owner_id, &conversation_id, docs).await?;
         }
-        None => Ok(()),
     }
+    Ok(())
 }
 
 /// The owner and conversation of a trace.

@@ -4,7 +4,7 @@
 use app::protocol::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 
-use super::search::{index_answer, index_steps, insert_docs};
+use super::search::{index_answer, insert_docs};
 use super::SqliteStore;
 use crate::error::{Error, Result};
 use crate::store::branches::{check_target, run_messages, target_id, Placement, Target};
@@ -259,7 +259,6 @@ fn append_chunks_in(tx: &Connection, chunks: Vec<CheckpointChunk>) -> Result<()>
             sql_int(chunk.last_seq),
             chunk.events_json
         ])?;
-        index_steps(tx, &chunk.trace_id, &chunk.docs)?;
     }
     Ok(())
 }

@@ -7,13 +7,20 @@ use app::protocol::Message;
 use rusqlite::{params, Connection, OptionalExtension};
 
 use super::SqliteStore;
-use crate::error::Result;
-use crate::store::decode_message;
+use crate::error::{Error, Result};
 use crate::store::search::{
-    answer_docs, conversation_docs, decodable, SearchDoc, SearchQuery, SearchRow, MAX_HITS,
+    answer_docs, conversation_docs, decodable, plan_reindex, IndexedPiece, SearchDoc, SearchQuery,
+    SearchRow, MAX_HITS,
 };
+use crate::store::{decode_message, StepDocs};
 
 impl SqliteStore {
+    /// See [`crate::store::Store::index_steps`].
+    pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
+        self.write(move |connection| index_steps_in(connection, &steps))
+            .await
+    }
+
     /// See [`crate::store::Store::backfill_search`].
     pub async fn backfill_search(&self, limit: usize, now: String) -> Result<usize> {
         self.write(move |connection| backfill_in(connection, limit, &now))
@@ -61,54 +68,125 @@ const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_titl
        AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY d.id DESC LIMIT ?6";
 
-/// Adds pieces of one conversation of `owner_id`.
+/// A piece's columns as one JSON array, in the order [`insert_docs`] reads them back
+/// (`value ->> 0` …; [`index_steps`] puts the trace's id before them). Writing many pieces as one statement matters on SQLite: FTS5 writes what
+/// it holds as a new segment of its index at each statement's savepoint, so a statement per
+/// piece made a segment, and merges of segments, per piece (at 1,000 steps a second most of what
+/// indexing cost the writer: issue 35).
+fn doc_row<'d>(doc: &'d SearchDoc) -> impl serde::Serialize + 'd {
+    (
+        &doc.message_id,
+        &doc.step,
+        doc.kind,
+        &doc.tool,
+        &doc.status,
+        &doc.model,
+        &doc.created_at,
+        &doc.body,
+    )
+}
+
+/// Rows of strings as one JSON array (which cannot fail: no map, no number).
+fn json_rows(rows: &[impl serde::Serialize]) -> Result<String> {
+    serde_json::to_string(rows).map_err(|error| Error::Internal(error.to_string()))
+}
+
+/// Adds pieces of one conversation of `owner_id`, in one statement.
 pub(super) fn insert_docs(
     tx: &Connection,
     owner_id: &str,
     conversation_id: &str,
     docs: &[SearchDoc],
 ) -> Result<()> {
-    let mut insert = tx.prepare_cached(
-        "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )?;
-    for doc in docs {
-        insert.execute(params![
-            owner_id,
-            conversation_id,
-            doc.message_id,
-            doc.step,
-            doc.kind,
-            doc.tool,
-            doc.status,
-            doc.model,
-            doc.created_at,
-            doc.body
-        ])?;
+    if docs.is_empty() {
+        return Ok(());
     }
+    let rows = json_rows(&docs.iter().map(doc_row).collect::<Vec<_>>())?;
+    tx.prepare_cached(
+        "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+         SELECT ?1, ?2, d.value ->> 0, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4,
+                d.value ->> 5, d.value ->> 6, d.value ->> 7
+         FROM json_each(?3) d ORDER BY d.key",
+    )?
+    .execute(params![owner_id, conversation_id, rows])?;
     Ok(())
 }
 
-/// Indexes a finished assistant message (replacing what a retried end or its checkpoints wrote;
-/// its feedback's pieces stay).
+/// Indexes a finished assistant message over what its checkpoints or a retried end wrote
+/// ([`plan_reindex`]: unchanged steps keep their rows; its feedback's pieces stay).
 pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -> Result<()> {
     let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id)? else {
         return Ok(());
     };
-    tx.prepare_cached("DELETE FROM search_docs WHERE message_id = ? AND kind <> 'feedback'")?
-        .execute(params![message.id])?;
-    insert_docs(tx, &owner_id, &conversation_id, &answer_docs(message))
+    let indexed = tx
+        .prepare_cached(
+            "SELECT id, kind, step, tool, status, model, body FROM search_docs
+             WHERE message_id = ? AND kind <> 'feedback'",
+        )?
+        .query_map(params![message.id], |row| {
+            Ok(IndexedPiece {
+                id: row.get(0)?,
+                kind: row.get(1)?,
+                step: row.get(2)?,
+                tool: row.get(3)?,
+                status: row.get(4)?,
+                model: row.get(5)?,
+                body: row.get(6)?,
+            })
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    let plan = plan_reindex(indexed, answer_docs(message));
+    let mut delete = tx.prepare_cached("DELETE FROM search_docs WHERE id = ?")?;
+    for id in plan.delete {
+        delete.execute(params![id])?;
+    }
+    // Not the body: the full-text index's trigger follows that column only.
+    let mut update =
+        tx.prepare_cached("UPDATE search_docs SET tool = ?, status = ?, model = ? WHERE id = ?")?;
+    for (id, doc) in plan.update {
+        update.execute(params![doc.tool, doc.status, doc.model, id])?;
+    }
+    insert_docs(tx, &owner_id, &conversation_id, &plan.insert)
 }
 
-/// Indexes steps a running trace has finished since its last checkpoint.
-pub(super) fn index_steps(tx: &Connection, trace_id: &str, docs: &[SearchDoc]) -> Result<()> {
-    if docs.is_empty() {
+/// Indexes the steps that running traces finished since the last checkpoint, in one statement
+/// (see [`doc_row`]); each piece's owner and conversation are its trace's.
+fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
+    let rows: Vec<_> = steps
+        .iter()
+        .flat_map(|chunk| {
+            chunk.docs.iter().map(|doc| {
+                let (message, step, kind, tool) = (&doc.message_id, &doc.step, doc.kind, &doc.tool);
+                let (status, model, time, body) =
+                    (&doc.status, &doc.model, &doc.created_at, &doc.body);
+                (
+                    &chunk.trace_id,
+                    message,
+                    step,
+                    kind,
+                    tool,
+                    status,
+                    model,
+                    time,
+                    body,
+                )
+            })
+        })
+        .collect();
+    if rows.is_empty() {
         return Ok(());
     }
-    match trace_owner(tx, trace_id)? {
-        Some((owner_id, conversation_id)) => insert_docs(tx, &owner_id, &conversation_id, docs),
-        None => Ok(()),
-    }
+    tx.prepare_cached(
+        "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
+         SELECT c.owner_id, c.id, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4,
+                d.value ->> 5, d.value ->> 6, d.value ->> 7, d.value ->> 8
+         FROM json_each(?) d
+         JOIN agent_traces t ON t.trace_id = d.value ->> 0
+         JOIN conversations c ON c.id = t.conversation_id
+         ORDER BY d.key",
+    )?
+    .execute(params![json_rows(&rows)?])?;
+    Ok(())
 }
 
 /// The owner and conversation of a trace.
