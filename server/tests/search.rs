@@ -256,8 +256,7 @@ async fn conversations_kept_before_the_index_are_indexed_after_a_start() {
 }
 
 /// A step is searchable once the checkpoint after it lands, while its run still goes; the run's
-/// end keeps the step's piece (its status now the ended message's) or replaces it, never adds
-/// a second.
+/// end keeps the step's piece (its row, its status now the ended message's), never adds a second.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_finished_step_is_found_while_its_run_still_goes() {
     let server = TestServer::start().await;
@@ -297,6 +296,11 @@ async fn a_finished_step_is_found_while_its_run_still_goes() {
     assert_eq!(tool[0]["status"], "success");
     assert_eq!(tool[0]["message_id"], started["message_id"]);
     assert_eq!(reasoning[0]["status"], "streaming", "its message's status");
+    let row = "SELECT id FROM search_docs WHERE kind = 'reasoning'";
+    let indexed_at_checkpoint = server.count(row).await;
+    // Pieces indexed after it, so that a row taken out and put back gets another id on SQLite.
+    server.scenario("quick", json!({"steps": [{"text": "done"}]}));
+    finished(&server, "quick", "another question").await;
     assert_eq!(
         server
             .count("SELECT COUNT(*) FROM agent_traces WHERE status = 'running'")
@@ -315,6 +319,11 @@ async fn a_finished_step_is_found_while_its_run_still_goes() {
     assert_eq!(
         reasoning[0]["status"], "cancelled",
         "the ended message's status"
+    );
+    assert_eq!(
+        server.count(row).await,
+        indexed_at_checkpoint,
+        "the unchanged step keeps its row (its words stay in the index)"
     );
     assert_eq!(hits(&server, "tool:grep_search").await.len(), 1);
     assert_eq!(hits(&server, "status:streaming").await.len(), 0);

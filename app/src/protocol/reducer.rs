@@ -383,8 +383,8 @@ fn apply_text(message: &mut Message, event: &Event) {
     else {
         return;
     };
-    // From the newest segment, as in `find_reasoning` and `find_tool`: a delta is nearly always
-    // for the last one, and a long run's message has many.
+    // From the last segment, as in `find_reasoning` and `find_tool`: a delta is nearly always
+    // for the one last opened, and a long run's message has many.
     let existing = message
         .segments
         .iter_mut()

@@ -168,34 +168,35 @@ impl Checkpointer {
         self.index_steps(steps).await;
     }
 
-    /// Indexes the steps the runs finished since the last checkpoint, all in one write after the
-    /// chunks: in the chunks' transactions (up to ten per checkpoint, a hundred runs each) each
-    /// transaction's pieces went to random pages of the index's b-trees (conversation, message),
-    /// so most of those pages were written once per transaction, not once per checkpoint.
+    /// Indexes the steps the runs finished since the last checkpoint after the chunks, in as few
+    /// writes as [`INDEX_PIECES_PER_WRITE`] and [`INDEX_BYTES_PER_WRITE`] allow (one, mostly): in
+    /// the chunks' transactions (up to ten per checkpoint, a hundred runs each) each transaction's
+    /// pieces went to random pages of SQLite's b-trees on conversation and message, so most of
+    /// those pages were written once per transaction, not once per checkpoint.
     async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>) {
-        if steps.is_empty() {
-            return;
-        }
-        let _writing = self.writing.lock().await;
-        // A run untracked since the gathering has indexed its message at its end.
-        let (indexed, steps): (Vec<Indexed>, Vec<StepDocs>) = {
-            let tracked = self.tracked();
-            steps
-                .into_iter()
-                .filter(|(indexed, _)| tracked.contains_key(&indexed.run_id))
-                .unzip()
-        };
-        match self.store.index_steps(steps).await {
-            Ok(()) => {
-                let mut tracked = self.tracked();
-                for indexed in indexed {
-                    if let Some(entry) = tracked.get_mut(&indexed.run_id) {
-                        entry.steps_seen = indexed.steps_seen;
-                        entry.indexed.extend(indexed.ids);
+        for batch in index_batches(steps) {
+            let _writing = self.writing.lock().await;
+            // A run untracked since the gathering has indexed its message at its end.
+            let (indexed, steps): (Vec<Indexed>, Vec<StepDocs>) = {
+                let tracked = self.tracked();
+                batch
+                    .into_iter()
+                    .filter(|(indexed, _)| tracked.contains_key(&indexed.run_id))
+                    .unzip()
+            };
+            match self.store.index_steps(steps).await {
+                Ok(()) => {
+                    let mut tracked = self.tracked();
+                    for indexed in indexed {
+                        if let Some(entry) = tracked.get_mut(&indexed.run_id) {
+                            entry.steps_seen = indexed.steps_seen;
+                            entry.indexed.extend(indexed.ids);
+                        }
                     }
                 }
+                // Gathered again at the next checkpoint, whether the run has new events or not.
+                Err(error) => tracing::warn!(%error, "indexing finished steps failed; will retry"),
             }
-            Err(error) => tracing::warn!(%error, "indexing finished steps failed; will retry"),
         }
     }
 
@@ -209,7 +210,12 @@ impl Checkpointer {
     fn gather(&self) -> Gathered {
         let mut chunks = Vec::new();
         let mut steps = Vec::new();
-        for (run_id, tracked) in self.tracked().iter() {
+        for (run_id, tracked) in self.tracked().iter_mut() {
+            // Before the events: steps whose indexing failed are tried again while the run is
+            // quiet (a long tool, an approval awaited).
+            if let Some(step_docs) = tracked.step_docs(run_id) {
+                steps.push(step_docs);
+            }
             let up_to = tracked.run.published().last_seq;
             if up_to <= tracked.saved {
                 continue;
@@ -223,20 +229,6 @@ impl Checkpointer {
                 last_seq: chunk.last_seq,
             };
             chunks.push((tracked.run.started_at, saved, chunk));
-            // Only when a step has finished since, and only the new steps' pieces.
-            if let Some((steps_seen, docs)) = tracked
-                .run
-                .finished_step_docs(tracked.steps_seen, &tracked.indexed)
-            {
-                let ids = docs.iter().filter_map(|doc| doc.step.clone()).collect();
-                let indexed = Indexed {
-                    run_id: run_id.clone(),
-                    steps_seen,
-                    ids,
-                };
-                let trace_id = tracked.run.trace_id.clone();
-                steps.push((indexed, StepDocs { trace_id, docs }));
-            }
         }
         chunks.sort_unstable_by_key(|(started_at, _, _)| *started_at);
         let chunks = chunks
@@ -245,6 +237,60 @@ impl Checkpointer {
             .collect();
         (chunks, steps)
     }
+}
+
+impl Tracked {
+    /// The pieces of the steps the run finished since the last checkpoint that indexed its
+    /// steps, and what indexing them moves forward; `None` when no step has finished since, and
+    /// when none of those has a piece (an empty reasoning block: then nothing is left to write).
+    fn step_docs(&mut self, run_id: &str) -> Option<(Indexed, StepDocs)> {
+        let (steps_seen, docs) = self
+            .run
+            .finished_step_docs(self.steps_seen, &self.indexed)?;
+        if docs.is_empty() {
+            self.steps_seen = steps_seen;
+            return None;
+        }
+        let ids = docs.iter().filter_map(|doc| doc.step.clone()).collect();
+        let indexed = Indexed {
+            run_id: run_id.to_owned(),
+            steps_seen,
+            ids,
+        };
+        let trace_id = self.run.trace_id.clone();
+        Some((indexed, StepDocs { trace_id, docs }))
+    }
+}
+
+/// The most pieces one write of a checkpoint's finished steps indexes.
+const INDEX_PIECES_PER_WRITE: usize = 1_000;
+/// About the most text one such write indexes (a piece is at most 32 K characters): a run that
+/// ends waits for the write in flight.
+const INDEX_BYTES_PER_WRITE: usize = 1 << 20;
+
+/// `steps` cut into writes of at most [`INDEX_PIECES_PER_WRITE`] pieces and about
+/// [`INDEX_BYTES_PER_WRITE`] of text (a run's steps are never cut).
+fn index_batches(steps: Vec<(Indexed, StepDocs)>) -> Vec<Vec<(Indexed, StepDocs)>> {
+    let mut batches: Vec<Vec<(Indexed, StepDocs)>> = Vec::new();
+    let (mut pieces, mut bytes) = (0, 0);
+    for entry in steps {
+        let size: usize = entry.1.docs.iter().map(|doc| doc.body.len()).sum();
+        let count = entry.1.docs.len();
+        match batches.last_mut() {
+            Some(batch)
+                if pieces + count <= INDEX_PIECES_PER_WRITE
+                    && bytes + size <= INDEX_BYTES_PER_WRITE =>
+            {
+                batch.push(entry);
+                (pieces, bytes) = (pieces + count, bytes + size);
+            }
+            _ => {
+                batches.push(vec![entry]);
+                (pieces, bytes) = (count, size);
+            }
+        }
+    }
+    batches
 }
 
 /// A checkpoint's chunks, and the steps it indexes, each with what storing it moves forward.
@@ -267,4 +313,54 @@ struct Indexed {
     run_id: String,
     steps_seen: u64,
     ids: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn steps(run: &str, pieces: usize, chars: usize) -> (Indexed, StepDocs) {
+        let doc = crate::store::search::title_doc(&"w".repeat(chars), "2026-11-28T00:00:00Z");
+        let indexed = Indexed {
+            run_id: run.into(),
+            steps_seen: 1,
+            ids: Vec::new(),
+        };
+        let docs = vec![doc; pieces];
+        (
+            indexed,
+            StepDocs {
+                trace_id: run.into(),
+                docs,
+            },
+        )
+    }
+
+    #[test]
+    fn a_checkpoints_pieces_go_in_few_writes_of_bounded_size() {
+        let runs = |batch: &Vec<(Indexed, StepDocs)>| -> Vec<String> {
+            batch
+                .iter()
+                .map(|(indexed, _)| indexed.run_id.clone())
+                .collect()
+        };
+        let batches = index_batches(vec![
+            steps("a", 600, 100),
+            steps("b", 400, 100),
+            steps("c", 1, 100),
+        ]);
+        assert_eq!(
+            batches.iter().map(runs).collect::<Vec<_>>(),
+            [vec!["a", "b"], vec!["c"]]
+        );
+        // By text: 32 K characters each, 32 of them a mebibyte.
+        let big: Vec<_> = (0..40)
+            .map(|n| steps(&n.to_string(), 1, 32 * 1024))
+            .collect();
+        let sizes: Vec<usize> = index_batches(big).iter().map(Vec::len).collect();
+        assert_eq!(sizes, [32, 8]);
+        // A run's steps are never cut, even past the bounds.
+        assert_eq!(index_batches(vec![steps("huge", 1_500, 10)]).len(), 1);
+        assert!(index_batches(Vec::new()).is_empty());
+    }
 }

@@ -320,7 +320,8 @@ pub fn plan_reindex(indexed: Vec<IndexedPiece>, docs: Vec<SearchDoc>) -> Reindex
     let mut plan = Reindex::default();
     let mut rows = std::collections::HashMap::new();
     for piece in indexed {
-        // Two rows of one piece (not written by today's code): the later stays.
+        // Two rows of one piece (a retried write whose first commit's answer was lost, say):
+        // the later (rows come in id order) stays, and is kept or replaced as any.
         if let Some(twin) = rows.insert((piece.kind.clone(), piece.step.clone()), piece) {
             plan.delete.push(twin.id);
         }

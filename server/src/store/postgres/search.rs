@@ -15,10 +15,11 @@ use crate::store::search::{
 use crate::store::{decode_message, StepDocs};
 
 impl PgStore {
-    /// See [`crate::store::Store::index_steps`].
+    /// See [`crate::store::Store::index_steps`]. Committed as the checkpoints are (a piece lost
+    /// with the database's machine is written again at its run's end, or by its recovery).
     pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
         self.writer
-            .write(move |connection| Box::pin(index_steps_in(connection, steps)))
+            .write_relaxed(move |connection| Box::pin(index_steps_in(connection, steps)))
             .await
     }
 
@@ -122,7 +123,7 @@ pub(super) async fn index_answer(
     };
     let indexed: Vec<IndexedPiece> = sqlx::query_as(
         "SELECT id, kind, step, tool, status, model, body FROM search_docs
-         WHERE message_id = $1 AND kind <> 'feedback'",
+         WHERE message_id = $1 AND kind <> 'feedback' ORDER BY id",
     )
     .bind(&message.id)
     .fetch_all(&mut *tx)
@@ -136,21 +137,47 @@ pub(super) async fn index_answer(
         doc
     });
     let plan = plan_reindex(indexed, docs.collect());
-    sqlx::query("DELETE FROM search_docs WHERE id = ANY($1)")
-        .bind(&plan.delete)
-        .execute(&mut *tx)
-        .await?;
-    for (id, doc) in plan.update {
-        // Not the body, so not the words under the GIN index.
-        sqlx::query("UPDATE search_docs SET tool = $1, status = $2, model = $3 WHERE id = $4")
-            .bind(doc.tool)
-            .bind(doc.status)
-            .bind(doc.model)
-            .bind(id)
+    apply_reindex(tx, &plan.delete, plan.update).await?;
+    insert_docs(tx, &owner_id, &conversation_id, &plan.insert).await
+}
+
+/// The deletes and updates [`plan_reindex`] planned, a statement for each kind at most (each is
+/// a round trip the store's one writer connection waits for).
+async fn apply_reindex(
+    tx: &mut PgConnection,
+    delete: &[i64],
+    update: Vec<(i64, SearchDoc)>,
+) -> Result<()> {
+    if !delete.is_empty() {
+        sqlx::query("DELETE FROM search_docs WHERE id = ANY($1)")
+            .bind(delete)
             .execute(&mut *tx)
             .await?;
     }
-    insert_docs(tx, &owner_id, &conversation_id, &plan.insert).await
+    if update.is_empty() {
+        return Ok(());
+    }
+    let mut ids = Vec::with_capacity(update.len());
+    let (mut tools, mut statuses, mut models) = (Vec::new(), Vec::new(), Vec::new());
+    for (id, doc) in update {
+        ids.push(id);
+        tools.push(doc.tool);
+        statuses.push(doc.status);
+        models.push(doc.model);
+    }
+    // Not the body: the words (`tsv`) and their GIN entries stay as they are.
+    sqlx::query(
+        "UPDATE search_docs d SET tool = x.t, status = x.s, model = x.m
+         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::text[]) AS x(i, t, s, m)
+         WHERE d.id = x.i",
+    )
+    .bind(ids)
+    .bind(tools)
+    .bind(statuses)
+    .bind(models)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
 }
 
 /// Indexes the steps that running traces finished since the last checkpoint.

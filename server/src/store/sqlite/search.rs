@@ -69,10 +69,11 @@ const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_titl
      ORDER BY d.id DESC LIMIT ?6";
 
 /// A piece's columns as one JSON array, in the order [`insert_docs`] reads them back
-/// (`value ->> 0` …; [`index_steps`] puts the trace's id before them). Writing many pieces as one statement matters on SQLite: FTS5 writes what
-/// it holds as a new segment of its index at each statement's savepoint, so a statement per
-/// piece made a segment, and merges of segments, per piece (at 1,000 steps a second most of what
-/// indexing cost the writer: issue 35).
+/// (`value ->> 0` …; [`index_steps_in`] writes the trace's id first, then the same columns).
+/// Writing many pieces as one statement matters on SQLite: FTS5 writes what it holds as a new
+/// segment of its index at each statement's savepoint, so a statement per piece made a segment,
+/// and merges of segments, per piece (at 1,000 steps a second most of what indexing cost the
+/// writer: issue 35).
 fn doc_row<'d>(doc: &'d SearchDoc) -> impl serde::Serialize + 'd {
     (
         &doc.message_id,
@@ -121,7 +122,7 @@ pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -
     let indexed = tx
         .prepare_cached(
             "SELECT id, kind, step, tool, status, model, body FROM search_docs
-             WHERE message_id = ? AND kind <> 'feedback'",
+             WHERE message_id = ? AND kind <> 'feedback' ORDER BY id",
         )?
         .query_map(params![message.id], |row| {
             Ok(IndexedPiece {
