@@ -139,27 +139,13 @@ impl Checkpointer {
             let batch: Vec<(Saved, CheckpointChunk)> =
                 pending.by_ref().take(self.runs_per_transaction).collect();
             let _writing = self.writing.lock().await;
-            // A run untracked since the gathering has closed its trace: none of its rows may follow.
-            let (saved, chunks): (Vec<Saved>, Vec<CheckpointChunk>) = {
-                let tracked = self.tracked();
-                batch
-                    .into_iter()
-                    .filter(|(saved, _)| tracked.contains_key(&saved.run_id))
-                    .unzip()
-            };
+            let (saved, chunks) = self.still_tracked(batch);
             if chunks.is_empty() {
                 continue;
             }
             let runs = chunks.len();
             match self.store.append_chunks(chunks).await {
-                Ok(()) => {
-                    let mut tracked = self.tracked();
-                    for saved in saved {
-                        if let Some(entry) = tracked.get_mut(&saved.run_id) {
-                            saved.apply(entry);
-                        }
-                    }
-                }
+                Ok(()) => self.move_forward(saved),
                 Err(error) => {
                     tracing::warn!(runs, %error, "checkpoint failed; will retry")
                 }
@@ -176,26 +162,32 @@ impl Checkpointer {
     async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>) {
         for batch in index_batches(steps) {
             let _writing = self.writing.lock().await;
-            // A run untracked since the gathering has indexed its message at its end.
-            let (indexed, steps): (Vec<Indexed>, Vec<StepDocs>) = {
-                let tracked = self.tracked();
-                batch
-                    .into_iter()
-                    .filter(|(indexed, _)| tracked.contains_key(&indexed.run_id))
-                    .unzip()
-            };
+            let (indexed, steps) = self.still_tracked(batch);
             match self.store.index_steps(steps).await {
-                Ok(()) => {
-                    let mut tracked = self.tracked();
-                    for indexed in indexed {
-                        if let Some(entry) = tracked.get_mut(&indexed.run_id) {
-                            entry.steps_seen = indexed.steps_seen;
-                            entry.indexed.extend(indexed.ids);
-                        }
-                    }
-                }
+                Ok(()) => self.move_forward(indexed),
                 // Gathered again at the next checkpoint, whether the run has new events or not.
                 Err(error) => tracing::warn!(%error, "indexing finished steps failed; will retry"),
+            }
+        }
+    }
+
+    /// What of `batch` is for runs still tracked, split into what storing it moves forward and
+    /// what is stored; called with `writing` held. A run untracked since the gathering has
+    /// closed its trace, and indexed its message: none of its rows may follow.
+    fn still_tracked<P: Progress, T>(&self, batch: Vec<(P, T)>) -> (Vec<P>, Vec<T>) {
+        let tracked = self.tracked();
+        batch
+            .into_iter()
+            .filter(|(progress, _)| tracked.contains_key(progress.run_id()))
+            .unzip()
+    }
+
+    /// After a write: moves each run that is still tracked forward by what it stored.
+    fn move_forward(&self, progress: Vec<impl Progress>) {
+        let mut tracked = self.tracked();
+        for progress in progress {
+            if let Some(entry) = tracked.get_mut(progress.run_id()) {
+                progress.apply(entry);
             }
         }
     }
@@ -302,9 +294,30 @@ struct Saved {
     last_seq: u64,
 }
 
-impl Saved {
+/// What a write of the checkpointer moves forward in a run's entry.
+trait Progress {
+    fn run_id(&self) -> &str;
+    fn apply(self, entry: &mut Tracked);
+}
+
+impl Progress for Saved {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
     fn apply(self, entry: &mut Tracked) {
         entry.saved = self.last_seq;
+    }
+}
+
+impl Progress for Indexed {
+    fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    fn apply(self, entry: &mut Tracked) {
+        entry.steps_seen = self.steps_seen;
+        entry.indexed.extend(self.ids);
     }
 }
 

@@ -155,13 +155,13 @@ pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -
 fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
     let rows: Vec<_> = steps
         .iter()
-        .flat_map(|chunk| {
-            chunk.docs.iter().map(|doc| {
+        .flat_map(|run| {
+            run.docs.iter().map(|doc| {
                 let (message, step, kind, tool) = (&doc.message_id, &doc.step, doc.kind, &doc.tool);
                 let (status, model, time, body) =
                     (&doc.status, &doc.model, &doc.created_at, &doc.body);
                 (
-                    &chunk.trace_id,
+                    &run.trace_id,
                     message,
                     step,
                     kind,
