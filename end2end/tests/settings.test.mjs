@@ -24,6 +24,16 @@ before(async () => {
         ] },
         { text: 'Here is **bold**, a [safe link](https://example.com), an [unsafe one](javascript:alert(1)) and code:\n\n```rust\nfn main() {}\n```' },
       ] },
+      // The same calls with a sleep long enough to be seen running on a loaded machine: with
+      // 1.5 s, a page slow to show the quick calls' results could miss it (once in CI's load).
+      three_tools_slow: { delta_interval_ms: 0, steps: [
+        { tool_calls: [
+          { name: 'read_file', args: { path: 'long.txt' } },
+          { name: 'list_dir', args: { path: '.' } },
+          { name: 'sleep', args: { seconds: 6 } },
+        ] },
+        { text: 'Done.' },
+      ] },
     },
   });
   browser = await launchBrowser();
@@ -97,7 +107,7 @@ test('normal mode collapses every block of a message with more tools than the li
   const limit = page.getByLabel('Collapse all when more tools than');
   await limit.fill('2');
   await limit.dispatchEvent('change');
-  await useModel(page, 'scenario:three_tools');
+  await useModel(page, 'scenario:three_tools_slow');
   await send(page, 'Collapse them');
   // The three calls run at once: wait until the two quick ones are done and only the sleep runs.
   await page.locator('.tool-call.success').nth(1).waitFor();
@@ -108,7 +118,7 @@ test('normal mode collapses every block of a message with more tools than the li
   await limit.fill('5');
   await limit.dispatchEvent('change');
   assert.equal(await page.locator('div.tool-call.running.open').count(), 1, 'within the limit a running block opens');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });
