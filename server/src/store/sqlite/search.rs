@@ -157,19 +157,16 @@ fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
         .iter()
         .flat_map(|run| {
             run.docs.iter().map(|doc| {
-                let (message, step, kind, tool) = (&doc.message_id, &doc.step, doc.kind, &doc.tool);
-                let (status, model, time, body) =
-                    (&doc.status, &doc.model, &doc.created_at, &doc.body);
                 (
                     &run.trace_id,
-                    message,
-                    step,
-                    kind,
-                    tool,
-                    status,
-                    model,
-                    time,
-                    body,
+                    &doc.message_id,
+                    &doc.step,
+                    doc.kind,
+                    &doc.tool,
+                    &doc.status,
+                    &doc.model,
+                    &doc.created_at,
+                    &doc.body,
                 )
             })
         })
