@@ -57,7 +57,8 @@ fn LazyRoutePreloads() -> impl IntoView {
     #[cfg(feature = "ssr")]
     {
         let route = use_context::<http::request::Parts>()
-            .and_then(|request| lazy_route_chunk(request.uri.path()));
+            .and_then(|request| LazyPage::serving(request.uri.path()))
+            .map(LazyPage::chunk);
         let manifest = use_context::<leptos::WasmSplitManifest>()
             .filter(|_| route.is_some())
             .and_then(|manifest| manifest.0.try_get_value());
@@ -93,7 +94,7 @@ pub fn App() -> impl IntoView {
                 // stored conversation at once, with no loading state to flash.
                 <Route path=path!("") view=pages::ChatPage ssr=SsrMode::Async />
                 <Route path=path!("/c/:id") view=pages::ChatPage ssr=SsrMode::Async />
-                // Lazy: its code is a wasm chunk of its own; keep `is_lazy_route` in step.
+                // Lazy: its code is a wasm chunk of its own; keep `LazyPage` in step.
                 <Route path=path!("/t/:id") view={Lazy::<pages::TracePage>::new()} ssr=SsrMode::Async />
                 <Route path=path!("/compare/:a/:b") view={Lazy::<pages::ComparePage>::new()} ssr=SsrMode::Async />
             </Routes>
@@ -101,20 +102,45 @@ pub fn App() -> impl IntoView {
     }
 }
 
-/// Whether `path` is served by a lazily loaded route (above), whose page must hydrate
-/// asynchronously, once its chunk is in.
-pub fn is_lazy_route(path: &str) -> bool {
-    lazy_route_chunk(path).is_some()
+/// The lazily loaded routes (above): each one's code is a wasm chunk of its own (`--split`).
+#[derive(Clone, Copy)]
+enum LazyPage {
+    Trace,
+    Compare,
 }
 
-/// How the split manifest names the chunk of the lazy route serving `path` (the `#[lazy_route]`
-/// type's name in snake case, then `_view`), if a lazy route serves it.
-fn lazy_route_chunk(path: &str) -> Option<&'static str> {
-    if path.starts_with("/t/") {
-        Some("__trace_page_view_")
-    } else if path.starts_with("/compare/") {
-        Some("__compare_page_view_")
-    } else {
-        None
+impl LazyPage {
+    /// The lazy route serving `path`, if one does.
+    fn serving(path: &str) -> Option<Self> {
+        if path.starts_with("/t/") {
+            Some(Self::Trace)
+        } else if path.starts_with("/compare/") {
+            Some(Self::Compare)
+        } else {
+            None
+        }
+    }
+
+    /// How the split manifest names the route's chunk (the `#[lazy_route]` type's name in snake
+    /// case, then `_view`).
+    #[cfg_attr(not(feature = "ssr"), allow(dead_code))]
+    fn chunk(self) -> &'static str {
+        match self {
+            Self::Trace => "__trace_page_view_",
+            Self::Compare => "__compare_page_view_",
+        }
+    }
+}
+
+/// Loads the chunk of the lazy route serving `path`, if one does, and its loader. The browser
+/// awaits it before hydrating, so that every page hydrates synchronously: the route's view is
+/// then ready when the walk reaches it. (Leptos's asynchronous walk is not in the bundle: see
+/// vendor/README.md.) The page's head preloads the same files, so this mostly waits for them.
+pub async fn load_lazy_route(path: &str) {
+    use leptos_router::LazyRoute;
+    match LazyPage::serving(path) {
+        Some(LazyPage::Trace) => pages::TracePage::preload().await,
+        Some(LazyPage::Compare) => pages::ComparePage::preload().await,
+        None => {}
     }
 }

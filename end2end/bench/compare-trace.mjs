@@ -2,7 +2,8 @@
 // compare`), traced: the four longest top-level tasks of the page's main thread in each round,
 // with the script, style, layout and paint inside them. Longtask entries show only tasks over
 // 50 ms and not the rendering; a trace shows both. The trace's own overhead lengthens script.
-// Run from end2end/: `node bench/compare-trace.mjs [rounds]` (after the release build).
+// Run from end2end/: `node bench/compare-trace.mjs [rounds] [trace]` (after the release build);
+// with `trace`, run A's trace page (`/t/{a}`, one answer of 500 blocks) is opened instead.
 
 import { startServer } from '../support/server.mjs';
 import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
@@ -10,6 +11,7 @@ import { busyRun, otherRun, storedRun } from './scenarios.mjs';
 
 const KINDS = ['FunctionCall', 'ParseHTML', 'UpdateLayoutTree', 'Layout', 'PrePaint', 'Paint', 'MinorGC', 'MajorGC'];
 const rounds = Number(process.argv[2] ?? 6);
+const tracePage = process.argv[3] === 'trace';
 const server = await startServer({
   workspace: { 'notes.md': 'x\n' },
   scenarios: { compare_a: busyRun(2_000, 249, 0), compare_b: otherRun(busyRun(2_000, 249, 0)) },
@@ -49,7 +51,7 @@ try {
       transferMode: 'ReportEvents',
       traceConfig: { includedCategories: ['toplevel', 'devtools.timeline', 'v8.execute', 'v8'] },
     });
-    await page.goto(`${server.url}/compare/${a}/${b}`);
+    await page.goto(tracePage ? `${server.url}/t/${a}` : `${server.url}/compare/${a}/${b}`);
     await waitForHydration(page);
     await page.waitForTimeout(300);
     await cdp.send('Tracing.end');

@@ -4,9 +4,10 @@
 // only an interaction shows, fetched by that interaction). Measured on the release site that
 // scripts/test.sh builds.
 //
-// The budget is a ratchet: issue 37 asks for 480 KB and the chat page is well above it (see
-// docs/benchmarks.md, "Bundle size"), so this stops the page from growing while the bytes come
-// off; lower BUDGET with every saving until it reaches 480 KB.
+// Issue 37 asks for at most 480 KB (ISSUE_TARGET), and the page fails the test above it whatever
+// BUDGET says. BUDGET is a ratchet under it, a few hundred bytes above what the page measures
+// (docs/benchmarks.md, "Bundle size"), so that each change pays for its bytes: lower it with
+// every saving, raise it only for a change whose bytes are worth it, and say so in that section.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -14,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants } from 'node:zlib';
 
-const BUDGET = 534_950;
+const BUDGET = 443_650;
 const ISSUE_TARGET = 480_000;
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -46,5 +47,6 @@ test('what a chat page downloads stays within the size budget', () => {
   const total = sizes.reduce((sum, file) => sum + file.brotli, 0);
   const listed = sizes.map((file) => `${file.name}: ${file.raw} B raw, ${file.brotli} B brotli`).join('; ');
   console.log(`chat page: ${total} B brotli (${listed}); budget ${BUDGET} B, issue 37's target ${ISSUE_TARGET} B`);
+  assert.ok(total <= ISSUE_TARGET, `the chat page downloads ${total} B brotli, over issue 37's ${ISSUE_TARGET} B (${listed})`);
   assert.ok(total <= BUDGET, `the chat page downloads ${total} B brotli, over its budget of ${BUDGET} B (${listed})`);
 });

@@ -16,37 +16,24 @@ pub fn hydrate() {
     else {
         return;
     };
-    if !on_lazy_route() {
-        // Synchronous hydration where no route waits for a chunk: it is faster than the async
-        // walk (a 200-turn conversation opens in one shorter task). It runs in a task of its own:
-        // Leptos's script calls `hydrate` in the microtask that finished compiling and
-        // instantiating the wasm, and the two made one long task (52-88 ms for a new chat on the
-        // benchmark's machine, 20-31 ms of it the compile's).
-        wasm_bindgen_futures::spawn_local(async move {
-            app::components::deferred::next_task().await;
-            leptos::mount::hydrate_body(app::App);
-            // Each stored message hydrates in a task of its own after the rest (`deferred`).
-            app::components::deferred::settled().await;
-            mark_hydrated(&body);
-        });
-    } else {
-        // The trace page's code is a chunk of its own (`--split`); hydration waits for it.
-        // hydrate_from_async sets up Leptos's executor on wasm-bindgen's, which drives this task.
-        wasm_bindgen_futures::spawn_local(async move {
-            let owner = leptos::mount::hydrate_from_async(body.clone(), app::App).await;
-            owner.forget();
-            app::components::deferred::settled().await;
-            mark_hydrated(&body);
-        });
-    }
-    install_test_panic_hook();
-}
-
-/// Whether the page is one whose route is lazily loaded.
-fn on_lazy_route() -> bool {
-    web_sys::window()
+    let path = web_sys::window()
         .and_then(|w| w.location().pathname().ok())
-        .is_some_and(|path| app::is_lazy_route(&path))
+        .unwrap_or_default();
+    wasm_bindgen_futures::spawn_local(async move {
+        // A trace or compare page's code is a chunk of its own (`--split`): it loads first (the
+        // head has preloaded it), so its view is ready when the walk reaches it and every page
+        // hydrates synchronously. The bundle has no asynchronous walk (vendor/README.md).
+        app::load_lazy_route(&path).await;
+        // Hydration runs in a task of its own: Leptos's script calls `hydrate` in the microtask
+        // that finished compiling and instantiating the wasm, and the two made one long task
+        // (52-88 ms for a new chat on the benchmark's machine, 20-31 ms of it the compile's).
+        app::components::deferred::next_task().await;
+        leptos::mount::hydrate_body(app::App);
+        // Each stored message hydrates in a task of its own after the rest (`deferred`).
+        app::components::deferred::settled().await;
+        mark_hydrated(&body);
+    });
+    install_test_panic_hook();
 }
 
 /// `<body data-hydrated="true">` once the whole page is hydrated, a lazy route's chunk included,
