@@ -12,6 +12,11 @@ build the bundle with it first (docs/benchmarks.md, "The floor of the stack"):
 
 `frontend_split.wasm` is the main module after the split, before wasm-bindgen and wasm-opt, with
 its name section. Needs `rustfilt` (`cargo install rustfilt`) to demangle.
+
+With `--by-crate` (after the path), the code bytes are grouped by crate instead: a function
+counts for the crate of its trait when its name is `<T as Trait>::f`, else for the crate of its
+first path, and a few crates that belong together are counted as one (docs/benchmarks.md keeps
+that table current).
 """
 
 import collections
@@ -97,14 +102,68 @@ def functions(path):
     return [(names.get(imports + i, f"#{i}"), s) for i, s in enumerate(sizes)]
 
 
+GROUPS = {
+    "core": "core + alloc + std",
+    "alloc": "core + alloc + std",
+    "std": "core + alloc + std",
+    "serde": "serde + serde_json",
+    "serde_core": "serde + serde_json",
+    "serde_json": "serde + serde_json",
+    "wasm_bindgen": "wasm_bindgen, js_sys, web_sys",
+    "js_sys": "wasm_bindgen, js_sys, web_sys",
+    "web_sys": "wasm_bindgen, js_sys, web_sys",
+    "leptos": "leptos, leptos_dom, leptos_server, server_fn",
+    "leptos_dom": "leptos, leptos_dom, leptos_server, server_fn",
+    "leptos_server": "leptos, leptos_dom, leptos_server, server_fn",
+    "server_fn": "leptos, leptos_dom, leptos_server, server_fn",
+}
+
+
+def trait_of(name):
+    """The trait's path in `<T as Trait>::f`, or None."""
+    if not name.startswith("<"):
+        return None
+    depth = 0
+    for at, char in enumerate(name):
+        if char == "<":
+            depth += 1
+        elif char == ">":
+            depth -= 1
+            if depth == 0:
+                return None
+        elif depth == 1 and name.startswith(" as ", at):
+            return name[at + 4 :]
+    return None
+
+
+def crate_of(name):
+    path = trait_of(name) or name
+    first = re.search(r"[a-z_][a-z0-9_]*", path)
+    crate = first.group(0) if first else "(unnamed)"
+    return GROUPS.get(crate, crate)
+
+
+def by_crate(listed, demangled, total, top):
+    crates = collections.Counter()
+    for (_, size), name in zip(listed, demangled):
+        crates[crate_of(name)] += size
+    for crate, size in crates.most_common(top):
+        print(f"{size:>10,} {100 * size / total:5.1f} %  {crate}")
+
+
 def main():
     path = sys.argv[1]
-    top = int(sys.argv[2]) if len(sys.argv) > 2 else 40
+    grouped = "--by-crate" in sys.argv[2:]
+    numbers = [arg for arg in sys.argv[2:] if arg != "--by-crate"]
+    top = int(numbers[0]) if numbers else 40
     listed = functions(path)
     demangled = subprocess.run(
         ["rustfilt"], input="\n".join(n for n, _ in listed), capture_output=True, text=True, check=True
     ).stdout.split("\n")
     total = sum(s for _, s in listed)
+    if grouped:
+        print(f"{path}: {len(listed)} functions, {total:,} code bytes")
+        return by_crate(listed, demangled, total, top)
     owners = collections.Counter()
     for (_, size), name in zip(listed, demangled):
         ours = re.search(r"app::((?:\w+::){0,2}\w+)", name)
