@@ -14,9 +14,10 @@ build the bundle with it first (docs/benchmarks.md, "The floor of the stack"):
 its name section. Needs `rustfilt` (`cargo install rustfilt`) to demangle.
 
 With `--by-crate` (after the path), the code bytes are grouped by crate instead: a function
-counts for the crate of its trait when its name is `<T as Trait>::f`, else for the crate of its
-first path, and a few crates that belong together are counted as one (docs/benchmarks.md keeps
-that table current).
+counts for the crate of its trait when its name is `<T as Trait>::f`, for the standard library
+when it is an inherent method of a slice, `str`, reference, pointer or trait object, else for
+the crate of its first path; a few crates that belong together are counted as one
+(docs/benchmarks.md keeps that table current).
 """
 
 import collections
@@ -137,7 +138,12 @@ def trait_of(name):
 
 
 def crate_of(name):
-    path = trait_of(name) or name
+    path = trait_of(name)
+    # An inherent method of a slice, str, reference, pointer or trait object (`<[T]>::to_vec`,
+    # `<str>::len`, `<dyn Any>::is`) is the standard library's, whatever its type argument.
+    if path is None and re.match(r"<(\[|str>|&|\*|dyn )", name):
+        return GROUPS["core"]
+    path = path or name
     first = re.search(r"[a-z_][a-z0-9_]*", path)
     crate = first.group(0) if first else "(unnamed)"
     return GROUPS.get(crate, crate)

@@ -15,7 +15,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { brotliCompressSync, constants } from 'node:zlib';
 
-const BUDGET = 443_650;
+const BUDGET = 444_400;
 const ISSUE_TARGET = 480_000;
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');

@@ -274,6 +274,9 @@ impl RenderHtml for Deferred {
         DeferredState(slot)
     }
 
+    // Never reached in the browser: nothing hydrates asynchronously (clippy.toml forbids the
+    // entry points; the renderer's `AnyView::hydrate_async` panics, vendor/README.md). Kept
+    // because the trait asks for it, and right should the walk come back.
     async fn hydrate_async(self, cursor: &Cursor, position: &PositionState) -> Self::State {
         let inner = self.view().hydrate_async(cursor, position).await;
         DeferredState(Rc::new(RefCell::new(Slot::Ready(inner))))
