@@ -68,14 +68,16 @@ const BY_FILTERS: &str = "SELECT d.conversation_id, c.title AS conversation_titl
        AND (?5 IS NULL OR d.model = ?5) AND (?7 IS NULL OR (d.kind = 'feedback' AND d.status = ?7))
      ORDER BY d.id DESC LIMIT ?6";
 
-/// A piece's columns as one JSON array, in the order [`insert_docs`] reads them back
-/// (`value ->> 0` …; [`index_steps_in`] writes the trace's id first, then the same columns).
-/// Writing many pieces as one statement matters on SQLite: FTS5 writes what it holds as a new
-/// segment of its index at each statement's savepoint, so a statement per piece made a segment,
-/// and merges of segments, per piece (at 1,000 steps a second most of what indexing cost the
-/// writer: issue 35).
-fn doc_row<'d>(doc: &'d SearchDoc) -> impl serde::Serialize + 'd {
+/// A piece's columns as one JSON array: `trace_id` first (its trace's id for
+/// [`index_steps_in`], which finds the owner and conversation from it; `null` for
+/// [`insert_docs`], which is given them), then the columns that both read back as `value ->> 1`
+/// to `value ->> 8`. Writing many pieces as one statement matters on SQLite: FTS5 writes what it
+/// holds as a new segment of its index at each statement's savepoint, so a statement per piece
+/// made a segment, and merges of segments, per piece (at 1,000 steps a second most of what
+/// indexing cost the writer: issue 35).
+fn doc_row<'d>(trace_id: Option<&'d str>, doc: &'d SearchDoc) -> impl serde::Serialize + 'd {
     (
+        trace_id,
         &doc.message_id,
         &doc.step,
         doc.kind,
@@ -102,11 +104,16 @@ pub(super) fn insert_docs(
     if docs.is_empty() {
         return Ok(());
     }
-    let rows = json_rows(&docs.iter().map(doc_row).collect::<Vec<_>>())?;
+    let rows = json_rows(
+        &docs
+            .iter()
+            .map(|doc| doc_row(None, doc))
+            .collect::<Vec<_>>(),
+    )?;
     tx.prepare_cached(
         "INSERT INTO search_docs (owner_id, conversation_id, message_id, step, kind, tool, status, model, created_at, body)
-         SELECT ?1, ?2, d.value ->> 0, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4,
-                d.value ->> 5, d.value ->> 6, d.value ->> 7
+         SELECT ?1, ?2, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4,
+                d.value ->> 5, d.value ->> 6, d.value ->> 7, d.value ->> 8
          FROM json_each(?3) d ORDER BY d.key",
     )?
     .execute(params![owner_id, conversation_id, rows])?;
@@ -155,21 +162,7 @@ pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -
 fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
     let rows: Vec<_> = steps
         .iter()
-        .flat_map(|run| {
-            run.docs.iter().map(|doc| {
-                (
-                    &run.trace_id,
-                    &doc.message_id,
-                    &doc.step,
-                    doc.kind,
-                    &doc.tool,
-                    &doc.status,
-                    &doc.model,
-                    &doc.created_at,
-                    &doc.body,
-                )
-            })
-        })
+        .flat_map(|run| run.docs.iter().map(|doc| doc_row(Some(&run.trace_id), doc)))
         .collect();
     if rows.is_empty() {
         return Ok(());
