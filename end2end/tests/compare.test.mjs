@@ -60,6 +60,26 @@ async function compareView(page) {
   return { rows, deleted, inserted };
 }
 
+/**
+ * Checks the compare view once it has settled: after a client-side navigation the browser builds
+ * the rows a chunk per task, so a row can be read before its cells are in (seen once in a fresh
+ * clone under load: row 0's text empty, its kind already set). Retries for up to 10 s, then
+ * reports what the last read saw.
+ */
+async function checkSettled(page) {
+  const until = Date.now() + 10_000;
+  for (;;) {
+    const view = await compareView(page);
+    try {
+      check(view);
+      return;
+    } catch (error) {
+      if (Date.now() > until) throw error;
+    }
+    await page.waitForTimeout(100);
+  }
+}
+
 function check(view) {
   assert.deepEqual(view.rows.map((row) => row.change), ['same', 'inserted', 'changed']);
   assert.match(view.rows[0].text, /read_file[\s\S]*read_file/);
@@ -92,14 +112,14 @@ test('two runs with different tool calls compare step by step, the same after a 
   assert.match(await choice.innerText(), /fake\/two[\s\S]*completed[\s\S]*this conversation/);
   await choice.click();
   await page.waitForURL(new RegExp(`/compare/${first}/trace_`));
-  check(await compareView(page));
+  await checkSettled(page);
   assert.match(await page.locator('.compare-side.side-a').innerText(), /How many TODOs are in the notes\?/);
   assert.equal(await page.locator('.compare-timeline').count(), 2);
 
   // A reload: the server renders the same view, and it hydrates without a warning.
   await page.reload();
   await waitForHydration(page);
-  check(await compareView(page));
+  await checkSettled(page);
 
   // On a phone the two runs stack: run B's step under run A's, not beside it.
   await page.setViewportSize({ width: 390, height: 800 });
