@@ -1,0 +1,99 @@
+//! What indexing finished steps costs the store's writer (issue 35): `runs` running traces, then
+//! `writes` writes of `pieces` reasoning pieces each, spread over the runs at random, through the
+//! server's own `Store::index_steps` on a file database, as the checkpointer makes them. At 1,000
+//! streams x 50 events/s with a reasoning part every 50 deltas (`streams --reasoning-every 50`)
+//! a checkpoint indexes about 250 pieces, four times a second. The numbers are the writer's time
+//! alone, without the streams that share its cores, so a change to the indexing can be weighed in
+//! seconds before the per-event p99 is measured (which takes dozens of alternated rounds).
+
+use std::time::Instant;
+
+use glassbox::store::{search::SearchDoc, NewRun, StepDocs, Store};
+use glassbox_bench::{summary, Jitter};
+
+pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String> {
+    let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let store = Store::connect(&url)
+        .await
+        .map_err(|error| error.to_string())?;
+    for run in 0..runs {
+        begin(&store, run).await?;
+    }
+    let mut jitter = Jitter::new(7);
+    let mut write_us = Vec::with_capacity(writes);
+    let mut piece = 0usize;
+    let started = Instant::now();
+    for _ in 0..writes {
+        let mut by_run: std::collections::BTreeMap<u64, Vec<SearchDoc>> = Default::default();
+        for _ in 0..pieces {
+            let run = jitter.below(runs as u64);
+            by_run.entry(run).or_default().push(doc(run, piece));
+            piece += 1;
+        }
+        let steps = by_run
+            .into_iter()
+            .map(|(run, docs)| StepDocs {
+                trace_id: format!("tr_index_{run}"),
+                docs,
+            })
+            .collect();
+        let write = Instant::now();
+        store
+            .index_steps(steps)
+            .await
+            .map_err(|error| error.to_string())?;
+        write_us.push(write.elapsed().as_micros() as u64);
+    }
+    let total = started.elapsed().as_secs_f64();
+    let sum_ms = write_us.iter().sum::<u64>() as f64 / 1000.0;
+    let (p50, p99, max) = summary(&mut write_us);
+    println!(
+        "indexing: {writes} writes of {pieces} pieces over {runs} running traces: {:.2} ms of writes per 1,000 pieces; one write p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms ({total:.1} s in all)",
+        sum_ms * 1000.0 / piece.max(1) as f64,
+        p50 as f64 / 1000.0,
+        p99 as f64 / 1000.0,
+        max as f64 / 1000.0,
+    );
+    store.close().await;
+    Ok(())
+}
+
+/// Starts run `run` (a conversation of its own, as the load generator's runs are).
+async fn begin(store: &Store, run: usize) -> Result<(), String> {
+    store
+        .begin_run(NewRun {
+            owner_id: "bench".into(),
+            conversation_id: None,
+            new_conversation_id: None,
+            content: "benchmark".into(),
+            model: Some("scenario:bench".into()),
+            default_model: "demo".into(),
+            run_id: format!("run_index_{run}"),
+            trace_id: format!("tr_index_{run}"),
+            user_message_id: format!("mu_index_{run}"),
+            assistant_message_id: format!("ma_index_{run}"),
+            now: "2026-11-22T10:00:00.000Z".into(),
+            rerun: None,
+        })
+        .await
+        .map(|_| ())
+        .map_err(|error| error.to_string())
+}
+
+/// A finished reasoning block's piece, worded as `streams --reasoning-every` words it.
+fn doc(run: u64, piece: usize) -> SearchDoc {
+    SearchDoc {
+        kind: "reasoning",
+        message_id: Some(format!("ma_index_{run}")),
+        step: Some(format!("step_{piece}")),
+        tool: None,
+        status: Some("complete".into()),
+        model: Some("scenario:bench".into()),
+        created_at: "2026-11-22T10:00:01.000Z".into(),
+        body: format!(
+            "Part {piece}: the checkpoint indexes this finished step for search while the \
+             other runs stream; the words are ordinary ones a reader would look for later."
+        ),
+    }
+}
