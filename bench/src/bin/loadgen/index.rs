@@ -8,7 +8,7 @@
 
 use std::time::Instant;
 
-use glassbox::store::{search::SearchDoc, NewRun, StepDocs, Store};
+use glassbox::store::{search::SearchDoc, StepDocs, Store};
 use glassbox_bench::{summary, Jitter};
 
 pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String> {
@@ -18,7 +18,8 @@ pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String
         .await
         .map_err(|error| error.to_string())?;
     for run in 0..runs {
-        begin(&store, run).await?;
+        // Each in a conversation of its own, as the load generator's runs are.
+        super::storage::begin(&store, &format!("index_{run}")).await?;
     }
     let mut jitter = Jitter::new(7);
     let mut write_us = Vec::with_capacity(writes);
@@ -57,28 +58,6 @@ pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String
     );
     store.close().await;
     Ok(())
-}
-
-/// Starts run `run` (a conversation of its own, as the load generator's runs are).
-async fn begin(store: &Store, run: usize) -> Result<(), String> {
-    store
-        .begin_run(NewRun {
-            owner_id: "bench".into(),
-            conversation_id: None,
-            new_conversation_id: None,
-            content: "benchmark".into(),
-            model: Some("scenario:bench".into()),
-            default_model: "demo".into(),
-            run_id: format!("run_index_{run}"),
-            trace_id: format!("tr_index_{run}"),
-            user_message_id: format!("mu_index_{run}"),
-            assistant_message_id: format!("ma_index_{run}"),
-            now: "2026-11-22T10:00:00.000Z".into(),
-            rerun: None,
-        })
-        .await
-        .map(|_| ())
-        .map_err(|error| error.to_string())
 }
 
 /// A finished reasoning block's piece, worded as `streams --reasoning-every` words it.

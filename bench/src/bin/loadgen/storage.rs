@@ -95,14 +95,9 @@ struct TraceTiming {
     finalize_us: u64,
 }
 
-/// Begins a run, appends its events in checkpoints of `batch`, then finishes its trace.
-async fn one_trace(
-    store: &Store,
-    run_id: &str,
-    batch: usize,
-    text_tokens: usize,
-    tool_calls: usize,
-) -> Result<TraceTiming, String> {
+/// Begins run `run_id` in a conversation of its own (trace `tr_{run_id}`, answer
+/// `ma_{run_id}`); answers the trace's id.
+pub async fn begin(store: &Store, run_id: &str) -> Result<String, String> {
     let trace_id = format!("tr_{run_id}");
     store
         .begin_run(NewRun {
@@ -121,6 +116,18 @@ async fn one_trace(
         })
         .await
         .map_err(|error| error.to_string())?;
+    Ok(trace_id)
+}
+
+/// Begins a run, appends its events in checkpoints of `batch`, then finishes its trace.
+async fn one_trace(
+    store: &Store,
+    run_id: &str,
+    batch: usize,
+    text_tokens: usize,
+    tool_calls: usize,
+) -> Result<TraceTiming, String> {
+    let trace_id = begin(store, run_id).await?;
     let events = fixtures::agent_run(run_id, text_tokens, tool_calls);
     let rows = fixtures::as_json(&events);
     let mut commits_us = Vec::new();
