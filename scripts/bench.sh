@@ -84,6 +84,8 @@ fi
 if run storage; then
   log "SQLite checkpoint and finalize"
   loadgen storage --events 1000 --traces 20
+  log "the writer indexing a checkpoint's finished steps (250 pieces a write over 1,000 running traces), three times"
+  for _ in 1 2 3; do loadgen index; done
 fi
 if run instances; then
   log "two instances on one PostgreSQL: 100 and 1,000 streams at 20 events/s, read on the same and the other instance"

@@ -68,6 +68,7 @@ loadgen cancel --trials 3
 loadgen resume --events 500 --repeat 2
 loadgen crash --trials 2
 loadgen storage --events 200 --traces 2
+loadgen index --runs 20 --writes 4
 start_throwaway_postgres
 loadgen instances --database-url "$PG_URL" --streams 20 --rate 20 --seconds 1
 
