@@ -6,36 +6,45 @@
 //! alone, without the streams that share its cores, so a change to the indexing can be weighed in
 //! seconds before the per-event p99 is measured (which takes dozens of alternated rounds).
 
-use std::time::Instant;
+use std::{collections::BTreeMap, time::Instant};
 
 use glassbox::store::{search::SearchDoc, StepDocs, Store};
 use glassbox_bench::{summary, Jitter};
 
+use super::storage::begin;
+
 pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String> {
+    if runs == 0 {
+        return Err("--runs must be at least 1: the pieces are the running traces' steps".into());
+    }
     let dir = tempfile::tempdir().map_err(|error| error.to_string())?;
     let url = format!("sqlite://{}", dir.path().join("bench.db").display());
     let store = Store::connect(&url)
         .await
         .map_err(|error| error.to_string())?;
+    // Each in a conversation of its own, as the load generator's runs are.
+    let mut begun = Vec::with_capacity(runs);
     for run in 0..runs {
-        // Each in a conversation of its own, as the load generator's runs are.
-        super::storage::begin(&store, &format!("index_{run}")).await?;
+        begun.push(begin(&store, &format!("index_{run}")).await?);
     }
     let mut jitter = Jitter::new(7);
     let mut write_us = Vec::with_capacity(writes);
     let mut piece = 0usize;
     let started = Instant::now();
     for _ in 0..writes {
-        let mut by_run: std::collections::BTreeMap<u64, Vec<SearchDoc>> = Default::default();
+        let mut by_run: BTreeMap<usize, Vec<SearchDoc>> = BTreeMap::new();
         for _ in 0..pieces {
-            let run = jitter.below(runs as u64);
-            by_run.entry(run).or_default().push(doc(run, piece));
+            let run = jitter.below(runs as u64) as usize;
+            by_run
+                .entry(run)
+                .or_default()
+                .push(doc(&begun[run].answer_id, piece));
             piece += 1;
         }
         let steps = by_run
             .into_iter()
             .map(|(run, docs)| StepDocs {
-                trace_id: format!("tr_index_{run}"),
+                trace_id: begun[run].trace_id.clone(),
                 docs,
             })
             .collect();
@@ -61,10 +70,10 @@ pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String
 }
 
 /// A finished reasoning block's piece, worded as `streams --reasoning-every` words it.
-fn doc(run: u64, piece: usize) -> SearchDoc {
+fn doc(answer_id: &str, piece: usize) -> SearchDoc {
     SearchDoc {
         kind: "reasoning",
-        message_id: Some(format!("ma_index_{run}")),
+        message_id: Some(answer_id.to_owned()),
         step: Some(format!("step_{piece}")),
         tool: None,
         status: Some("complete".into()),

@@ -216,16 +216,15 @@ fn main() -> std::process::ExitCode {
         }
     };
     let outcome = runtime.block_on(async {
-        if let Command::Storage { events, traces } = cli.command {
-            return storage::run(events, traces).await;
-        }
-        if let Command::Index {
-            runs,
-            pieces,
-            writes,
-        } = cli.command
-        {
-            return index::run(runs, pieces, writes).await;
+        // The store's own costs, on a file database: no server to start.
+        match cli.command {
+            Command::Storage { events, traces } => return storage::run(events, traces).await,
+            Command::Index {
+                runs,
+                pieces,
+                writes,
+            } => return index::run(runs, pieces, writes).await,
+            _ => {}
         }
         let mut env = Env::new(cli.binary, cli.site_root)?;
         if let Some(url) = cli.postgres {

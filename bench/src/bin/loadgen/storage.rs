@@ -95,10 +95,16 @@ struct TraceTiming {
     finalize_us: u64,
 }
 
-/// Begins run `run_id` in a conversation of its own (trace `tr_{run_id}`, answer
-/// `ma_{run_id}`); answers the trace's id.
-pub async fn begin(store: &Store, run_id: &str) -> Result<String, String> {
+/// A run [`begin`] started: its trace's id and its answer's (the assistant message's).
+pub struct Begun {
+    pub trace_id: String,
+    pub answer_id: String,
+}
+
+/// Begins run `run_id` in a conversation of its own.
+pub async fn begin(store: &Store, run_id: &str) -> Result<Begun, String> {
     let trace_id = format!("tr_{run_id}");
+    let answer_id = format!("ma_{run_id}");
     store
         .begin_run(NewRun {
             owner_id: "bench".into(),
@@ -110,13 +116,16 @@ pub async fn begin(store: &Store, run_id: &str) -> Result<String, String> {
             run_id: run_id.to_owned(),
             trace_id: trace_id.clone(),
             user_message_id: format!("mu_{run_id}"),
-            assistant_message_id: format!("ma_{run_id}"),
+            assistant_message_id: answer_id.clone(),
             now: "2026-11-22T10:00:00.000Z".into(),
             rerun: None,
         })
         .await
         .map_err(|error| error.to_string())?;
-    Ok(trace_id)
+    Ok(Begun {
+        trace_id,
+        answer_id,
+    })
 }
 
 /// Begins a run, appends its events in checkpoints of `batch`, then finishes its trace.
@@ -127,7 +136,7 @@ async fn one_trace(
     text_tokens: usize,
     tool_calls: usize,
 ) -> Result<TraceTiming, String> {
-    let trace_id = begin(store, run_id).await?;
+    let trace_id = begin(store, run_id).await?.trace_id;
     let events = fixtures::agent_run(run_id, text_tokens, tool_calls);
     let rows = fixtures::as_json(&events);
     let mut commits_us = Vec::new();
