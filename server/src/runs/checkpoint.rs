@@ -6,7 +6,9 @@
 //! PostgreSQL), so past that an interval is several short transactions. Each is whole or nothing
 //! (`Store::append_chunks`: one writer job; `tests/store.rs` checks it on both databases). A crash
 //! loses at most the events of the last interval plus one write. The steps the runs finished
-//! since the last checkpoint are indexed for search after the chunks, in one more write.
+//! since the last checkpoint are indexed for search after the chunks, in one more write (more
+//! past [`INDEX_PIECES_PER_WRITE`]), background work of the writer's (at the lowest priority: on
+//! a busy machine it waits, and the next checkpoint's chunks do not wait for all of it).
 //!
 //! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
@@ -129,6 +131,7 @@ impl Checkpointer {
     }
 
     async fn write_once(self: &Arc<Self>) {
+        let due = tokio::time::Instant::now() + self.interval;
         // Gathering and joining thousands of runs' events takes milliseconds: on this thread, so
         // it holds up no run or stream on the async workers.
         let (gathered, steps) = self.gather();
@@ -151,7 +154,7 @@ impl Checkpointer {
                 }
             }
         }
-        self.index_steps(steps).await;
+        self.index_steps(steps, due).await;
     }
 
     /// Indexes the steps the runs finished since the last checkpoint after the chunks, in as few
@@ -159,8 +162,17 @@ impl Checkpointer {
     /// the chunks' transactions (up to ten per checkpoint, a hundred runs each) each transaction's
     /// pieces went to random pages of SQLite's b-trees on conversation and message, so most of
     /// those pages were written once per transaction, not once per checkpoint.
-    async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>) {
-        for batch in index_batches(steps) {
+    ///
+    /// The writes are background ones ([`crate::store::writer::Writer::write_background`]): on a
+    /// saturated machine one takes far longer than its CPU time, so past `due` (the next
+    /// checkpoint's time) the rest is left for the next checkpoint, which gathers it again, and
+    /// the chunks keep their interval. The first write always goes, so indexing moves on.
+    async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>, due: tokio::time::Instant) {
+        for (written, batch) in index_batches(steps).into_iter().enumerate() {
+            if written > 0 && tokio::time::Instant::now() >= due {
+                tracing::debug!(written, "indexing left for the next checkpoint");
+                break;
+            }
             let _writing = self.writing.lock().await;
             let (indexed, steps) = self.still_tracked(batch);
             match self.store.index_steps(steps).await {
@@ -254,11 +266,15 @@ impl Tracked {
     }
 }
 
-/// The most pieces one write of a checkpoint's finished steps indexes.
-const INDEX_PIECES_PER_WRITE: usize = 1_000;
-/// About the most text one such write indexes (a piece is at most 32 K characters): a run that
-/// ends waits for the write in flight.
-const INDEX_BYTES_PER_WRITE: usize = 1 << 20;
+/// The most pieces one write of a checkpoint's finished steps indexes: a run that ends waits
+/// for the write in flight, which on a saturated machine runs at the lowest priority's share
+/// (250 pieces: 3 ms of CPU on a quiet machine, about 290 ms with both cores busy at nice 0,
+/// docs/benchmarks.md). Fewer a write cost more a piece (a commit each, and the pages of the
+/// indexes written again, which the WAL's checkpoints copy at the normal priority): at 1,000
+/// streams x 50 events/s a checkpoint has about 250, in one write.
+const INDEX_PIECES_PER_WRITE: usize = 500;
+/// About the most text one such write indexes (a piece is at most 32 K characters).
+const INDEX_BYTES_PER_WRITE: usize = 512 << 10;
 
 /// `steps` cut into writes of at most [`INDEX_PIECES_PER_WRITE`] pieces and about
 /// [`INDEX_BYTES_PER_WRITE`] of text (a run's steps are never cut).
@@ -358,20 +374,20 @@ mod tests {
                 .collect()
         };
         let batches = index_batches(vec![
-            steps("a", 600, 100),
-            steps("b", 400, 100),
+            steps("a", 300, 100),
+            steps("b", 200, 100),
             steps("c", 1, 100),
         ]);
         assert_eq!(
             batches.iter().map(runs).collect::<Vec<_>>(),
             [vec!["a", "b"], vec!["c"]]
         );
-        // By text: 32 K characters each, 32 of them a mebibyte.
-        let big: Vec<_> = (0..40)
+        // By text: 32 K characters each, 16 of them 512 KiB.
+        let big: Vec<_> = (0..20)
             .map(|n| steps(&n.to_string(), 1, 32 * 1024))
             .collect();
         let sizes: Vec<usize> = index_batches(big).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [32, 8]);
+        assert_eq!(sizes, [16, 4]);
         // A run's steps are never cut, even past the bounds.
         assert_eq!(index_batches(vec![steps("huge", 1_500, 10)]).len(), 1);
         assert!(index_batches(Vec::new()).is_empty());

@@ -21,6 +21,14 @@
 //! the writer's. Reads stay on sqlx's pool. PostgreSQL keeps sqlx: there each statement is a
 //! round trip anyway.
 //!
+//! Background writes ([`Writer::write_background`]: a checkpoint's search indexing) run in
+//! transactions of their own, in the queue's order, but on SQLite on a second thread at the
+//! lowest priority (nice 19, [`Background`]): the writer hands it the connection for the
+//! transaction and takes it back. The indexing is CPU the streams' threads would otherwise wait
+//! for on a busy machine (about 0.2 ms of the per-event p99 at 1,000 streams x 50 events/s,
+//! docs/benchmarks.md); at nice 19 they take the core back whenever they wake. A write queued
+//! behind a background transaction waits for it as for any other, at that priority.
+//!
 //! Written here rather than taken from a library: sqlx has no group-commit queue, and the shape
 //! (jobs are closures over a connection, answered after the commit) is small.
 
@@ -54,6 +62,10 @@ pub trait Dialect: Send + Sync + 'static {
         sql: &'static str,
     ) -> BoxFuture<'c, Result<()>>;
     fn close(connection: Self::Connection) -> BoxFuture<'static, ()>;
+    /// Whether background transactions run on [`Background`]'s thread: SQLite does a
+    /// statement's work on the thread that runs it; PostgreSQL in its own processes (and a
+    /// connection of sqlx's is bound to the runtime that opened it).
+    const BACKGROUND_THREAD: bool;
 }
 
 pub struct Sqlite;
@@ -65,6 +77,7 @@ impl Dialect for Sqlite {
     /// Every commit is already unsynced (WAL with `synchronous = NORMAL`): a crash of the process
     /// loses nothing, one of the machine can lose the last commits.
     const COMMIT_RELAXED: &'static str = "COMMIT";
+    const BACKGROUND_THREAD: bool = true;
     /// Runs at once, on the calling (writer's) thread: the future is ready when returned.
     fn execute<'c>(
         connection: &'c mut rusqlite::Connection,
@@ -88,6 +101,7 @@ impl Dialect for Postgres {
     /// end, any other write) flushes them with its own. Readers see the rows at once all the
     /// same. The flush was most of a start's time (docs/benchmarks.md, "PostgreSQL start path").
     const COMMIT_RELAXED: &'static str = "SET LOCAL synchronous_commit = off; COMMIT";
+    const BACKGROUND_THREAD: bool = false;
     fn execute<'c>(
         connection: &'c mut PgConnection,
         sql: &'static str,
@@ -113,11 +127,13 @@ type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
 /// when the work failed.
 type Work<C> = Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, (Answer, Option<String>)> + Send>;
 
-/// A queued job: its work, and whether it may commit without the flush
-/// ([`Dialect::COMMIT_RELAXED`]).
+/// A queued job: its work, whether it may commit without the flush
+/// ([`Dialect::COMMIT_RELAXED`]), and whether it is a background one
+/// ([`Writer::write_background`]).
 struct Job<C> {
     work: Work<C>,
     relaxed: bool,
+    background: bool,
 }
 
 enum Message<C> {
@@ -177,8 +193,23 @@ impl<D: Dialect> Writer<D> {
                             return;
                         }
                     };
+                    let background = match D::BACKGROUND_THREAD {
+                        true => match Background::spawn::<D>() {
+                            Ok(background) => Some(background),
+                            Err(error) => {
+                                let _ = ready_tx.send(Err(sqlx::Error::Io(error)));
+                                return;
+                            }
+                        },
+                        false => None,
+                    };
                     let _ = ready_tx.send(Ok(()));
-                    run::<D>(connection, connect, jobs, thread_failure).await;
+                    let writer: Thread<D> = Thread {
+                        connect,
+                        failure: thread_failure,
+                        background,
+                    };
+                    writer.run(connection, jobs).await;
                 });
             })
             .map_err(sqlx::Error::Io)?;
@@ -193,7 +224,7 @@ impl<D: Dialect> Writer<D> {
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
     {
-        self.queue_job(work, false).await
+        self.queue_job(work, false, false).await
     }
 
     /// [`Writer::write`] for what a crash of the database's machine may lose, as it may lose the
@@ -204,10 +235,22 @@ impl<D: Dialect> Writer<D> {
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
     {
-        self.queue_job(work, true).await
+        self.queue_job(work, true, false).await
     }
 
-    async fn queue_job<T, F>(&self, work: F, relaxed: bool) -> Result<T>
+    /// [`Writer::write_relaxed`] for work nobody waits on but its caller, which another thread
+    /// of the server does at leisure: indexing a checkpoint's finished steps for search. It runs
+    /// in a transaction with only background jobs, after every job queued before it; on SQLite
+    /// on [`Background`]'s thread, whose priority is the lowest.
+    pub async fn write_background<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
+    {
+        self.queue_job(work, true, D::BACKGROUND_THREAD).await
+    }
+
+    async fn queue_job<T, F>(&self, work: F, relaxed: bool, background: bool) -> Result<T>
     where
         T: Send + 'static,
         F: for<'c> FnOnce(&'c mut D::Connection) -> BoxFuture<'c, Result<T>> + Send + 'static,
@@ -228,7 +271,11 @@ impl<D: Dialect> Writer<D> {
             })
         });
         self.queue
-            .send(Message::Job(Job { work, relaxed }))
+            .send(Message::Job(Job {
+                work,
+                relaxed,
+                background,
+            }))
             .map_err(|_| Error::Unavailable("the database writer has stopped".into()))?;
         answer.await.map_err(|_| {
             Error::Unavailable(
@@ -270,60 +317,199 @@ where
     result
 }
 
-async fn run<D: Dialect>(
-    mut connection: D::Connection,
+/// What the writer's thread keeps beside its connection and queue.
+struct Thread<D: Dialect> {
     connect: Connect<D>,
-    mut queue: mpsc::UnboundedReceiver<Message<D::Connection>>,
     failure: Arc<Mutex<Option<String>>>,
-) {
-    let mut batch: VecDeque<Job<D::Connection>> = VecDeque::new();
-    let mut closing = None;
-    loop {
-        if batch.is_empty() {
-            if closing.is_some() {
-                break;
+    background: Option<Background<D::Connection>>,
+}
+
+impl<D: Dialect> Thread<D> {
+    async fn run(
+        self,
+        mut connection: D::Connection,
+        mut queue: mpsc::UnboundedReceiver<Message<D::Connection>>,
+    ) {
+        // Jobs taken from the queue and not yet run, in the queue's order.
+        let mut pending: VecDeque<Job<D::Connection>> = VecDeque::new();
+        let mut closing = None;
+        loop {
+            if pending.is_empty() {
+                if closing.is_some() {
+                    break;
+                }
+                match queue.recv().await {
+                    Some(Message::Job(job)) => pending.push_back(job),
+                    Some(Message::Close(done)) => closing = Some(done),
+                    None => break,
+                }
             }
-            match queue.recv().await {
-                Some(Message::Job(job)) => batch.push_back(job),
-                Some(Message::Close(done)) => closing = Some(done),
-                None => break,
+            // Group commit: what queued up while the last transaction ran goes in this one.
+            while pending.len() < MAX_JOBS_PER_TRANSACTION {
+                match queue.try_recv() {
+                    Ok(Message::Job(job)) => pending.push_back(job),
+                    Ok(Message::Close(done)) => closing = Some(done),
+                    Err(_) => break,
+                }
+            }
+            let mut batch = take_batch(&mut pending);
+            if batch.is_empty() {
+                continue;
+            }
+            let Some((back, result)) = self.transact(connection, &mut batch).await else {
+                // No connection left to close: queued jobs hear that the writer has stopped.
+                if let Some(done) = closing {
+                    let _ = done.send(());
+                }
+                return;
+            };
+            connection = back;
+            // Jobs a failed one kept from running go first in the next transaction.
+            while let Some(job) = batch.pop_back() {
+                pending.push_front(job);
+            }
+            self.settle(result, &mut connection, &mut pending).await;
+        }
+        D::close(connection).await;
+        if let Some(done) = closing {
+            let _ = done.send(());
+        }
+    }
+
+    /// Runs `batch` in one transaction: on [`Background`]'s thread if it is background work,
+    /// else here. The connection back (a new one if the background thread has gone, `None` if
+    /// none can be opened) and how the transaction went.
+    async fn transact(
+        &self,
+        mut connection: D::Connection,
+        batch: &mut VecDeque<Job<D::Connection>>,
+    ) -> Option<(D::Connection, std::result::Result<(), Failed>)> {
+        let background = self
+            .background
+            .as_ref()
+            .filter(|_| batch.front().is_some_and(|job| job.background));
+        let Some(background) = background else {
+            let result = commit_batch::<D>(&mut connection, batch).await;
+            return Some((connection, result));
+        };
+        if let Some((connection, rest, result)) =
+            background.commit(connection, std::mem::take(batch)).await
+        {
+            *batch = rest;
+            return Some((connection, result));
+        }
+        // The thread stopped with the connection (a job panicked): its jobs are lost, as they
+        // would be had it been this thread.
+        tracing::error!("the background writer stopped; writes go on without it");
+        match (self.connect)().await {
+            Ok(connection) => Some((connection, Ok(()))),
+            Err(error) => {
+                tracing::error!(%error, "the database writer cannot reconnect");
+                None
             }
         }
-        // Group commit: everything that queued up while the last transaction ran goes in this one.
-        while batch.len() < MAX_JOBS_PER_TRANSACTION {
-            match queue.try_recv() {
-                Ok(Message::Job(job)) => batch.push_back(job),
-                Ok(Message::Close(done)) => closing = Some(done),
-                Err(_) => break,
-            }
-        }
-        if batch.is_empty() {
-            continue;
-        }
-        let result = commit_batch::<D>(&mut connection, &mut batch).await;
+    }
+
+    /// Records how a transaction went; after one that could not begin, drops the jobs queued for
+    /// it, waits a little and reopens the connection.
+    async fn settle(
+        &self,
+        result: std::result::Result<(), Failed>,
+        connection: &mut D::Connection,
+        pending: &mut VecDeque<Job<D::Connection>>,
+    ) {
         let began = result.as_ref().err().is_none_or(|failed| failed.began);
         let error = result.err().map(|failed| failed.error);
         if let Some(error) = &error {
             tracing::error!(%error, "a write transaction failed");
         }
-        *failure
+        *self
+            .failure
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner()) = error;
         if !began {
             // Dropped jobs answer their callers with the failure just recorded.
-            batch.clear();
+            pending.clear();
             tokio::time::sleep(Duration::from_millis(50)).await;
             // The connection may be what failed (PostgreSQL restarted): open a new one.
-            if let Ok(fresh) = connect().await {
-                D::close(std::mem::replace(&mut connection, fresh)).await;
+            if let Ok(fresh) = (self.connect)().await {
+                D::close(std::mem::replace(connection, fresh)).await;
             }
         }
     }
-    D::close(connection).await;
-    if let Some(done) = closing {
-        let _ = done.send(());
+}
+
+/// The jobs at the head of `pending` that go in one transaction: at most
+/// [`MAX_JOBS_PER_TRANSACTION`], all background ones or none.
+fn take_batch<C>(pending: &mut VecDeque<Job<C>>) -> VecDeque<Job<C>> {
+    let background = pending.front().map(|job| job.background);
+    let alike = pending
+        .iter()
+        .take_while(|job| Some(job.background) == background)
+        .take(MAX_JOBS_PER_TRANSACTION)
+        .count();
+    pending.drain(..alike).collect()
+}
+
+/// A background transaction handed to [`Background`]'s thread: the connection, the jobs, and
+/// where to hand back the connection, the jobs not run and how the transaction went.
+type Handoff<C> = (C, VecDeque<Job<C>>, oneshot::Sender<Handback<C>>);
+type Handback<C> = (C, VecDeque<Job<C>>, std::result::Result<(), Failed>);
+
+/// The thread that runs background transactions at the lowest priority ([`lower_priority`]).
+/// It holds the connection only while it runs one; the writer's thread waits meanwhile, so
+/// there is still one writer, and one transaction at a time.
+struct Background<C> {
+    handoffs: std::sync::mpsc::Sender<Handoff<C>>,
+}
+
+impl<C: Send + 'static> Background<C> {
+    fn spawn<D: Dialect<Connection = C>>() -> std::io::Result<Self> {
+        let (handoffs, received) = std::sync::mpsc::channel::<Handoff<C>>();
+        std::thread::Builder::new()
+            .name("glassbox-bg".into())
+            .spawn(move || {
+                lower_priority();
+                while let Ok((mut connection, mut batch, back)) = received.recv() {
+                    // SQLite's jobs and statements are ready at once: nothing to wait on here.
+                    let result =
+                        futures::executor::block_on(commit_batch::<D>(&mut connection, &mut batch));
+                    let _ = back.send((connection, batch, result));
+                }
+            })?;
+        Ok(Background { handoffs })
+    }
+
+    /// Runs `batch` in one transaction on the background thread; `None` if that thread has
+    /// stopped (the connection with it).
+    async fn commit(&self, connection: C, batch: VecDeque<Job<C>>) -> Option<Handback<C>> {
+        let (back, handback) = oneshot::channel();
+        self.handoffs.send((connection, batch, back)).ok()?;
+        handback.await.ok()
     }
 }
+
+/// The nice value of background transactions: the lowest priority a thread can have without
+/// leaving the normal scheduler. `SCHED_IDLE` did as well against the streams' tail
+/// (docs/benchmarks.md) but gets a fifth of nice 19's share of a saturated core, and a write
+/// queued behind a background transaction waits for that share.
+pub const BACKGROUND_NICE: i32 = 19;
+
+/// Lowers the calling thread's priority to [`BACKGROUND_NICE`] for good (an unprivileged thread
+/// cannot raise it again, hence a thread of its own). On Linux the nice value is the thread's.
+#[cfg(target_os = "linux")]
+fn lower_priority() {
+    // SAFETY: setpriority with `who` 0 changes only the calling thread's nice value.
+    let failed = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) } != 0;
+    if failed {
+        let error = std::io::Error::last_os_error();
+        tracing::warn!(%error, "background writes run at the normal priority");
+    }
+}
+
+/// Elsewhere the nice value is the process's: background writes keep the normal priority.
+#[cfg(not(target_os = "linux"))]
+fn lower_priority() {}
 
 /// Runs queued jobs in one transaction and answers each; the error, if the transaction failed.
 /// A job that fails ends the transaction early (its savepoint is rolled back, the others commit):
@@ -440,6 +626,7 @@ mod tests {
         type Connection = rusqlite::Connection;
         const BEGIN_WITH_SAVEPOINT: &'static str = Sqlite::BEGIN_WITH_SAVEPOINT;
         const COMMIT_RELAXED: &'static str = "INSERT INTO commits VALUES ('relaxed'); COMMIT";
+        const BACKGROUND_THREAD: bool = true;
         fn execute<'c>(
             connection: &'c mut rusqlite::Connection,
             sql: &'static str,
@@ -508,6 +695,68 @@ mod tests {
             .await;
         assert_eq!(count.ok(), Some(2));
         writer.close().await;
+    }
+
+    /// A job that records in `t` its label, the nice value and the name of the thread it runs
+    /// on.
+    fn record(
+        label: &'static str,
+    ) -> impl for<'c> FnOnce(&'c mut rusqlite::Connection) -> BoxFuture<'c, Result<()>> {
+        move |connection| {
+            // SAFETY: getpriority reads the calling thread's nice value.
+            let nice = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+            let thread = std::thread::current().name().unwrap_or("").to_owned();
+            let done = connection
+                .execute(
+                    "INSERT INTO t (v) VALUES (?1)",
+                    [format!("{label} {nice} {thread}")],
+                )
+                .map(drop)
+                .map_err(Error::from);
+            Box::pin(std::future::ready(done))
+        }
+    }
+
+    /// Background jobs run at nice 19 on a thread of their own, the others on the writer's at
+    /// the process's priority, all in the order they were queued, however they alternate.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn background_jobs_run_at_the_lowest_priority_in_the_queues_order() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let writer = writer(dir.path()).await;
+        // SAFETY: getpriority reads the calling thread's nice value.
+        let normal = unsafe { libc::getpriority(libc::PRIO_PROCESS, 0) };
+        let held = behind_a_held_write(&writer).await;
+        let (a, b, c, d) = tokio::join!(
+            writer.write_background(record("a")),
+            writer.write(record("b")),
+            writer.write_background(record("c")),
+            writer.write_background(record("d")),
+        );
+        assert!(a.is_ok() && b.is_ok() && c.is_ok() && d.is_ok());
+        assert!(matches!(held.await, Ok(Ok(()))));
+        let after = writer.write(record("e")).await;
+        assert!(after.is_ok(), "{after:?}");
+        writer.close().await;
+        let stored: Vec<String> = rusqlite::Connection::open(dir.path().join("writer.db"))
+            .and_then(|connection| {
+                let mut statement = connection.prepare("SELECT v FROM t ORDER BY rowid")?;
+                let rows = statement.query_map([], |row| row.get(0))?;
+                rows.collect()
+            })
+            .expect("read back");
+        let low = format!("{BACKGROUND_NICE} glassbox-bg");
+        let high = format!("{normal} glassbox-writer");
+        assert_eq!(
+            stored,
+            [
+                format!("a {low}"),
+                format!("b {high}"),
+                format!("c {low}"),
+                format!("d {low}"),
+                format!("e {high}"),
+            ]
+        );
     }
 
     /// Jobs queued together share a transaction; one that fails halfway leaves none of its rows

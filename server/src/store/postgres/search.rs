@@ -19,7 +19,7 @@ impl PgStore {
     /// with the database's machine is written again at its run's end, or by its recovery).
     pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
         self.writer
-            .write_relaxed(move |connection| Box::pin(index_steps_in(connection, steps)))
+            .write_background(move |connection| Box::pin(index_steps_in(connection, steps)))
             .await
     }
 

@@ -121,6 +121,17 @@ impl SqliteStore {
             .write(move |connection| Box::pin(std::future::ready(work(connection))))
             .await
     }
+
+    /// The same as background work ([`Writer::write_background`]): on a thread of the lowest
+    /// priority, in a transaction of its own.
+    pub(super) async fn write_background<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
+    ) -> Result<T> {
+        self.writer
+            .write_background(move |connection| Box::pin(std::future::ready(work(connection))))
+            .await
+    }
 }
 
 /// The writer's connection: the same file and settings as the read pool's (WAL, NORMAL sync,

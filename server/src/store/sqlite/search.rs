@@ -15,9 +15,9 @@ use crate::store::search::{
 use crate::store::{decode_message, StepDocs};
 
 impl SqliteStore {
-    /// See [`crate::store::Store::index_steps`].
+    /// See [`crate::store::Store::index_steps`]: background work, at the lowest priority.
     pub async fn index_steps(&self, steps: Vec<StepDocs>) -> Result<()> {
-        self.write(move |connection| index_steps_in(connection, &steps))
+        self.write_background(move |connection| index_steps_in(connection, &steps))
             .await
     }
 
