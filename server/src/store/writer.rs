@@ -599,6 +599,17 @@ mod tests {
         }
     }
 
+    /// What `select` reads of the file [`writer`] made in `dir`, once the writer has closed.
+    fn stored(dir: &std::path::Path, select: &str) -> Vec<String> {
+        rusqlite::Connection::open(dir.join("writer.db"))
+            .and_then(|connection| {
+                let mut statement = connection.prepare(select)?;
+                let rows = statement.query_map([], |row| row.get(0))?;
+                rows.collect()
+            })
+            .expect("read back")
+    }
+
     fn insert(
         writer: &Writer<Sqlite>,
         values: &'static [&'static str],
@@ -699,6 +710,7 @@ mod tests {
 
     /// A job that records in `t` its label, the nice value and the name of the thread it runs
     /// on.
+    #[cfg(target_os = "linux")]
     fn record(
         label: &'static str,
     ) -> impl for<'c> FnOnce(&'c mut rusqlite::Connection) -> BoxFuture<'c, Result<()>> {
@@ -738,13 +750,7 @@ mod tests {
         let after = writer.write(record("e")).await;
         assert!(after.is_ok(), "{after:?}");
         writer.close().await;
-        let stored: Vec<String> = rusqlite::Connection::open(dir.path().join("writer.db"))
-            .and_then(|connection| {
-                let mut statement = connection.prepare("SELECT v FROM t ORDER BY rowid")?;
-                let rows = statement.query_map([], |row| row.get(0))?;
-                rows.collect()
-            })
-            .expect("read back");
+        let stored = stored(dir.path(), "SELECT v FROM t ORDER BY rowid");
         let low = format!("{BACKGROUND_NICE} glassbox-bg");
         let high = format!("{normal} glassbox-writer");
         assert_eq!(
@@ -783,13 +789,7 @@ mod tests {
         let more = insert(&writer, &["e"]).await;
         assert!(more.is_ok(), "{more:?}");
         writer.close().await;
-        let stored: Vec<String> = rusqlite::Connection::open(dir.path().join("writer.db"))
-            .and_then(|connection| {
-                let mut statement = connection.prepare("SELECT v FROM t ORDER BY v")?;
-                let rows = statement.query_map([], |row| row.get(0))?;
-                rows.collect()
-            })
-            .expect("read back");
+        let stored = stored(dir.path(), "SELECT v FROM t ORDER BY v");
         assert_eq!(stored, ["a", "b", "d", "e"]);
     }
 }
