@@ -326,7 +326,7 @@ struct Thread<D: Dialect> {
 
 impl<D: Dialect> Thread<D> {
     async fn run(
-        self,
+        mut self,
         mut connection: D::Connection,
         mut queue: mpsc::UnboundedReceiver<Message<D::Connection>>,
     ) {
@@ -380,7 +380,7 @@ impl<D: Dialect> Thread<D> {
     /// else here. The connection back (a new one if the background thread has gone, `None` if
     /// none can be opened) and how the transaction went.
     async fn transact(
-        &self,
+        &mut self,
         mut connection: D::Connection,
         batch: &mut VecDeque<Job<D::Connection>>,
     ) -> Option<(D::Connection, std::result::Result<(), Failed>)> {
@@ -399,10 +399,14 @@ impl<D: Dialect> Thread<D> {
             return Some((connection, result));
         }
         // The thread stopped with the connection (a job panicked): its jobs are lost, as they
-        // would be had it been this thread.
-        tracing::error!("the background writer stopped; writes go on without it");
+        // would be had it been this thread; background jobs run on this thread from now on.
+        self.background = None;
+        let lost = Failed {
+            error: "the background writer stopped; its transaction was lost".into(),
+            began: true,
+        };
         match (self.connect)().await {
-            Ok(connection) => Some((connection, Ok(()))),
+            Ok(connection) => Some((connection, Err(lost))),
             Err(error) => {
                 tracing::error!(%error, "the database writer cannot reconnect");
                 None
@@ -410,8 +414,9 @@ impl<D: Dialect> Thread<D> {
         }
     }
 
-    /// Records how a transaction went; after one that could not begin, drops the jobs queued for
-    /// it, waits a little and reopens the connection.
+    /// Records how a transaction went; after one that could not begin, drops the jobs queued
+    /// (those taken from the queue, as before there were two classes), waits a little and
+    /// reopens the connection.
     async fn settle(
         &self,
         result: std::result::Result<(), Failed>,
@@ -493,6 +498,7 @@ impl<C: Send + 'static> Background<C> {
 /// leaving the normal scheduler. `SCHED_IDLE` did as well against the streams' tail
 /// (docs/benchmarks.md) but gets a fifth of nice 19's share of a saturated core, and a write
 /// queued behind a background transaction waits for that share.
+#[cfg(any(target_os = "linux", test))]
 pub const BACKGROUND_NICE: i32 = 19;
 
 /// Lowers the calling thread's priority to [`BACKGROUND_NICE`] for good (an unprivileged thread
