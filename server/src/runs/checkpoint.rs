@@ -269,9 +269,9 @@ impl Tracked {
 /// The most pieces one write of a checkpoint's finished steps indexes: a run that ends waits
 /// for the write in flight, which on a saturated machine runs at the lowest priority's share
 /// (250 pieces: 3 ms of CPU on a quiet machine, about 290 ms with both cores busy at nice 0;
-/// 500, about 0.55 s: docs/benchmarks.md). Fewer a write cost more a piece (a commit each, and the pages of the
-/// indexes written again, which the WAL's checkpoints copy at the normal priority): at 1,000
-/// streams x 50 events/s a checkpoint has about 250, in one write.
+/// 500, about 0.55 s: docs/benchmarks.md). Fewer a write cost more a piece (a commit each, and
+/// the indexes' pages written again, which the WAL's checkpoints copy at the normal priority):
+/// at 1,000 streams x 50 events/s a checkpoint has about 250, in one write.
 const INDEX_PIECES_PER_WRITE: usize = 500;
 /// About the most text one such write indexes (a piece is at most 32 K characters).
 const INDEX_BYTES_PER_WRITE: usize = 512 << 10;

@@ -123,7 +123,7 @@ impl SqliteStore {
     }
 
     /// The same as background work ([`Writer::write_background`]): on a thread of the lowest
-    /// priority, in a transaction of its own.
+    /// priority, in a transaction of background jobs only.
     pub(super) async fn write_background<T: Send + 'static>(
         &self,
         work: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
