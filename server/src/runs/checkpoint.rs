@@ -16,7 +16,7 @@
 use std::{
     collections::{HashMap, HashSet},
     sync::{Arc, Mutex, MutexGuard},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use tokio::sync::Notify;
@@ -56,6 +56,10 @@ struct Tracked {
     /// The run's finished steps counted at the last checkpoint that indexed them, and their ids.
     steps_seen: u64,
     indexed: HashSet<String>,
+    /// When a checkpoint first found steps of the run waiting to be indexed, until they are:
+    /// the oldest wait is indexed first, so a checkpoint that leaves some for the next one (past
+    /// its time) does not leave the same runs each time.
+    waiting_since: Option<Instant>,
 }
 
 impl Checkpointer {
@@ -93,6 +97,7 @@ impl Checkpointer {
                 saved: 0,
                 steps_seen: 0,
                 indexed: HashSet::new(),
+                waiting_since: None,
             },
         );
     }
@@ -206,18 +211,19 @@ impl Checkpointer {
 
     /// Each tracked run's events since its last checkpoint and what storing them moves forward,
     /// in the order the runs started, and the steps runs finished since the last checkpoint that
-    /// indexed theirs. The runs' order is that of their traces' keys in SQLite's index of chunks
-    /// (`agent_traces.chunk_key`, given in insertion order), so each transaction of a checkpoint
-    /// adds its index entries to the pages of its own range of traces: with the runs in the map's
-    /// order, each of the ten transactions of a checkpoint of a thousand runs rewrote most of the
-    /// index's pages.
+    /// indexed theirs, those waiting longest first. The runs' order is that of their traces'
+    /// keys in SQLite's index of chunks (`agent_traces.chunk_key`, given in insertion order), so
+    /// each transaction of a checkpoint adds its index entries to the pages of its own range of
+    /// traces: with the runs in the map's order, each of the ten transactions of a checkpoint of
+    /// a thousand runs rewrote most of the index's pages.
     fn gather(&self) -> Gathered {
+        let now = Instant::now();
         let mut chunks = Vec::new();
         let mut steps = Vec::new();
         for (run_id, tracked) in self.tracked().iter_mut() {
             // Before the events: steps whose indexing failed are tried again while the run is
             // quiet (a long tool, an approval awaited).
-            if let Some(step_docs) = tracked.step_docs(run_id) {
+            if let Some(step_docs) = tracked.step_docs(run_id, now) {
                 steps.push(step_docs);
             }
             let up_to = tracked.run.published().last_seq;
@@ -239,15 +245,21 @@ impl Checkpointer {
             .into_iter()
             .map(|(_, saved, chunk)| (saved, chunk))
             .collect();
-        (chunks, steps)
+        steps.sort_unstable_by_key(|(order, _)| *order);
+        (chunks, steps.into_iter().map(|(_, steps)| steps).collect())
     }
 }
 
 impl Tracked {
     /// The pieces of the steps the run finished since the last checkpoint that indexed its
-    /// steps, and what indexing them moves forward; `None` when no step has finished since, and
+    /// steps, and what indexing them moves forward, with the order they are indexed in (how
+    /// long they have waited, then the run's start); `None` when no step has finished since, and
     /// when none of those has a piece (an empty reasoning block: then nothing is left to write).
-    fn step_docs(&mut self, run_id: &str) -> Option<(Indexed, StepDocs)> {
+    fn step_docs(
+        &mut self,
+        run_id: &str,
+        now: Instant,
+    ) -> Option<(IndexOrder, (Indexed, StepDocs))> {
         let (steps_seen, docs) = self
             .run
             .finished_step_docs(self.steps_seen, &self.indexed)?;
@@ -262,9 +274,13 @@ impl Tracked {
             ids,
         };
         let trace_id = self.run.trace_id.clone();
-        Some((indexed, StepDocs { trace_id, docs }))
+        let order = (*self.waiting_since.get_or_insert(now), self.run.started_at);
+        Some((order, (indexed, StepDocs { trace_id, docs })))
     }
 }
+
+/// Since when a run's steps wait to be indexed, and when the run started.
+type IndexOrder = (Instant, Instant);
 
 /// The most pieces one write of a checkpoint's finished steps indexes: a run that ends waits
 /// for the write in flight, which on a saturated machine runs at the lowest priority's share
@@ -334,6 +350,7 @@ impl Progress for Indexed {
     fn apply(self, entry: &mut Tracked) {
         entry.steps_seen = self.steps_seen;
         entry.indexed.extend(self.ids);
+        entry.waiting_since = None;
     }
 }
 
@@ -391,5 +408,100 @@ mod tests {
         // A run's steps are never cut, even past the bounds.
         assert_eq!(index_batches(vec![steps("huge", 1_500, 10)]).len(), 1);
         assert!(index_batches(Vec::new()).is_empty());
+    }
+
+    /// A tracked run that has started its message.
+    fn started(checkpointer: &Checkpointer, id: &str) -> Arc<Run> {
+        let ids = crate::runs::RunIds {
+            run_id: id.into(),
+            trace_id: format!("trace_{id}"),
+            conversation_id: format!("conversation_{id}"),
+            message_id: format!("message_{id}"),
+            owner_id: "owner".into(),
+            model: "demo".into(),
+        };
+        let budget = crate::runs::MemoryBudget::new(usize::MAX);
+        let run = Run::new(
+            ids.clone(),
+            "2026-11-28T00:00:00Z".into(),
+            checkpointer.waker(),
+            budget,
+        );
+        run.emit(app::protocol::EventKind::MessageStarted {
+            conversation_id: ids.conversation_id,
+            user_message_id: format!("question_{id}"),
+            message_id: ids.message_id,
+            trace_id: ids.trace_id,
+            model: ids.model,
+        });
+        checkpointer.track(run.clone());
+        run
+    }
+
+    /// `calls` more finished tool calls in `run`: a piece each.
+    fn finish_calls(run: &Run, calls: usize) {
+        use app::protocol::{EventKind, ToolResultStatus};
+        for _ in 0..calls {
+            let call_id = uuid::Uuid::new_v4().to_string();
+            run.emit(EventKind::ToolCallStarted {
+                call_id: call_id.clone(),
+                name: "grep_search".into(),
+                display: None,
+                args: serde_json::json!({"query": "needle"}),
+                sequence_number: 1,
+            });
+            run.emit(EventKind::ToolResult {
+                call_id,
+                status: ToolResultStatus::Success,
+                duration_ms: 1,
+                output: Some("found".into()),
+                truncated: false,
+                full_length: None,
+                error: None,
+            });
+        }
+    }
+
+    /// Within its time a checkpoint indexes all its runs' new steps, in several writes; past it,
+    /// one write, and the next checkpoint starts with the runs left waiting, so no run is left
+    /// each time while others keep finishing steps. (Seen failing with the steps in the map's
+    /// order: the same run was indexed at every checkpoint.)
+    #[tokio::test]
+    async fn past_its_time_a_checkpoint_leaves_the_rest_to_the_next_longest_waiting_first() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let url = format!("sqlite://{}", dir.path().join("index.db").display());
+        let checkpointer = Checkpointer::new(Store::connect(&url).await.expect("store"));
+        let runs: Vec<_> = ["a", "b", "c"]
+            .iter()
+            .map(|id| started(&checkpointer, id))
+            .collect();
+        let seen = || -> Vec<u64> {
+            let tracked = checkpointer.tracked();
+            runs.iter()
+                .map(|run| tracked[&run.run_id].steps_seen)
+                .collect()
+        };
+        // 300 pieces a run: three writes of the 500-piece bound.
+        runs.iter().for_each(|run| finish_calls(run, 300));
+        let (_, steps) = checkpointer.gather();
+        let later = tokio::time::Instant::now() + Duration::from_secs(60);
+        checkpointer.index_steps(steps, later).await;
+        assert_eq!(seen(), [300, 300, 300], "within its time, every write");
+        let mut turns = Vec::new();
+        for _ in 0..3 {
+            runs.iter().for_each(|run| finish_calls(run, 300));
+            let before = seen();
+            let (_, steps) = checkpointer.gather();
+            checkpointer
+                .index_steps(steps, tokio::time::Instant::now())
+                .await;
+            let moved: Vec<usize> = (0..runs.len())
+                .filter(|&n| seen()[n] != before[n])
+                .collect();
+            assert_eq!(moved.len(), 1, "past its time, one write: {moved:?}");
+            turns.extend(moved);
+        }
+        turns.sort_unstable();
+        assert_eq!(turns, [0, 1, 2], "each run in its turn");
     }
 }
