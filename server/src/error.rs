@@ -80,6 +80,22 @@ pub enum Error {
 }
 
 impl Error {
+    /// Whether a background write yielded to a write queued behind it (SQLite's
+    /// `SQLITE_INTERRUPT`, `store::writer`): no failure of the store; its work is tried again.
+    pub fn is_interrupted(&self) -> bool {
+        matches!(
+            self,
+            Error::Sqlite(rusqlite::Error::SqliteFailure(error, _))
+                if error.code == rusqlite::ErrorCode::OperationInterrupted
+        )
+    }
+
+    /// What a job of a background write that yielded answers ([`Error::is_interrupted`]).
+    pub fn interrupted() -> Self {
+        let code = rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_INTERRUPT);
+        Error::Sqlite(rusqlite::Error::SqliteFailure(code, None))
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Error::MalformedBody(_) | Error::SameTrace => StatusCode::BAD_REQUEST,

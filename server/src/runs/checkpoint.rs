@@ -182,7 +182,11 @@ impl Checkpointer {
             let (indexed, steps) = self.still_tracked(batch);
             match self.store.index_steps(steps).await {
                 Ok(()) => self.move_forward(indexed),
-                // Gathered again at the next checkpoint, whether the run has new events or not.
+                // Gathered again at the next checkpoint, whether the run has new events or not;
+                // first of all, as it has waited longest.
+                Err(error) if error.is_interrupted() => {
+                    tracing::debug!("indexing yielded to other writes; the next checkpoint retries")
+                }
                 Err(error) => tracing::warn!(%error, "indexing finished steps failed; will retry"),
             }
         }
@@ -282,10 +286,11 @@ impl Tracked {
 /// Since when a run's steps wait to be indexed, and when the run started.
 type IndexOrder = (Instant, Instant);
 
-/// The most pieces one write of a checkpoint's finished steps indexes: a run that ends waits
-/// for the write in flight, which on a saturated machine runs at the lowest priority's share
-/// (250 pieces: 3 ms of CPU on a quiet machine, about 290 ms with both cores busy at nice 0;
-/// 500, about 0.55 s: docs/benchmarks.md). Fewer a write cost more a piece (a commit each, and
+/// The most pieces one write of a checkpoint's finished steps indexes: the write runs at the
+/// lowest priority's share of a saturated machine (250 pieces: 3 ms of CPU on a quiet machine,
+/// about 290 ms with both cores busy at nice 0; 500, about 0.55 s: docs/benchmarks.md), and
+/// yields to a write queued behind it (a run that ends), which may still wait for the part
+/// that cannot stop (its commit). Fewer a write cost more a piece (a commit each, and
 /// the indexes' pages written again, which the WAL's checkpoints copy at the normal priority):
 /// at 1,000 streams x 50 events/s a checkpoint has about 250, in one write.
 const INDEX_PIECES_PER_WRITE: usize = 500;

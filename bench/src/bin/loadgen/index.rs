@@ -5,15 +5,24 @@
 //! a checkpoint indexes about 250 pieces, four times a second. The numbers are the writer's time
 //! alone, without the streams that share its cores, so a change to the indexing can be weighed in
 //! seconds before the per-event p99 is measured (which takes dozens of alternated rounds).
+//!
+//! With `--behind`, a one-event checkpoint write of another trace is queued 1 ms into each
+//! indexing write, and timed: what a run's start, end or checkpoint waits for a background
+//! write in flight, which yields to it (its pieces are then left out, as the checkpointer
+//! leaves them for its next checkpoint).
 
-use std::{collections::BTreeMap, time::Instant};
+use std::{
+    collections::BTreeMap,
+    sync::Arc,
+    time::{Duration, Instant},
+};
 
 use glassbox::store::{search::SearchDoc, StepDocs, Store};
 use glassbox_bench::{summary, Jitter};
 
-use super::storage::begin;
+use super::storage::{begin, Begun};
 
-pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String> {
+pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1: the pieces are the running traces' steps".into());
     }
@@ -29,31 +38,34 @@ pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String
     }
     let mut jitter = Jitter::new(7);
     let mut write_us = Vec::with_capacity(writes);
+    let mut behind_us = Vec::with_capacity(writes);
+    let mut yielded = 0usize;
     let mut piece = 0usize;
     let started = Instant::now();
-    for _ in 0..writes {
-        let mut by_run: BTreeMap<usize, Vec<SearchDoc>> = BTreeMap::new();
-        for _ in 0..pieces {
-            let run = jitter.below(runs as u64) as usize;
-            by_run
-                .entry(run)
-                .or_default()
-                .push(doc(&begun[run].answer_id, piece));
-            piece += 1;
+    for write in 0..writes {
+        let steps = spread(&begun, &mut jitter, pieces, &mut piece);
+        let began = Instant::now();
+        let indexed = store.index_steps(steps);
+        let queued = async {
+            if !behind {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+            let event: Arc<str> = Arc::from(r#"{"type":"text_delta","delta":"x "}"#);
+            let queued = Instant::now();
+            let seq = write as u64 + 1;
+            store
+                .append_events(&begun[0].trace_id, &[(seq, event)])
+                .await
+                .map(|()| Some(queued.elapsed().as_micros() as u64))
+        };
+        let (indexed, queued) = tokio::join!(indexed, queued);
+        match indexed {
+            Err(error) if error.is_interrupted() => yielded += 1,
+            done => done.map_err(|error| error.to_string())?,
         }
-        let steps = by_run
-            .into_iter()
-            .map(|(run, docs)| StepDocs {
-                trace_id: begun[run].trace_id.clone(),
-                docs,
-            })
-            .collect();
-        let write = Instant::now();
-        store
-            .index_steps(steps)
-            .await
-            .map_err(|error| error.to_string())?;
-        write_us.push(write.elapsed().as_micros() as u64);
+        write_us.push(began.elapsed().as_micros() as u64);
+        behind_us.extend(queued.map_err(|error| error.to_string())?);
     }
     let total = started.elapsed().as_secs_f64();
     let sum_ms = write_us.iter().sum::<u64>() as f64 / 1000.0;
@@ -65,8 +77,37 @@ pub async fn run(runs: usize, pieces: usize, writes: usize) -> Result<(), String
         p99 as f64 / 1000.0,
         max as f64 / 1000.0,
     );
+    if behind {
+        let (p50, p99, max) = summary(&mut behind_us);
+        println!(
+            "a write queued 1 ms into each: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {yielded} of {writes} indexing writes yielded to it",
+            p50 as f64 / 1000.0,
+            p99 as f64 / 1000.0,
+            max as f64 / 1000.0,
+        );
+    }
     store.close().await;
     Ok(())
+}
+
+/// `pieces` pieces spread over the running traces at random, numbered from `piece` on.
+fn spread(begun: &[Begun], jitter: &mut Jitter, pieces: usize, piece: &mut usize) -> Vec<StepDocs> {
+    let mut by_run: BTreeMap<usize, Vec<SearchDoc>> = BTreeMap::new();
+    for _ in 0..pieces {
+        let run = jitter.below(begun.len() as u64) as usize;
+        by_run
+            .entry(run)
+            .or_default()
+            .push(doc(&begun[run].answer_id, *piece));
+        *piece += 1;
+    }
+    by_run
+        .into_iter()
+        .map(|(run, docs)| StepDocs {
+            trace_id: begun[run].trace_id.clone(),
+            docs,
+        })
+        .collect()
 }
 
 /// A finished reasoning block's piece, worded as `streams --reasoning-every` words it.

@@ -149,6 +149,10 @@ enum Command {
         /// Writes (80 of 250: 20,000 pieces, 20 s of that load).
         #[arg(long, default_value_t = 80)]
         writes: usize,
+        /// Queue a one-event checkpoint write 1 ms into each indexing write and time it: how
+        /// long a write waits behind one in flight (which yields to it).
+        #[arg(long)]
+        behind: bool,
     },
 }
 
@@ -223,7 +227,8 @@ fn main() -> std::process::ExitCode {
                 runs,
                 pieces,
                 writes,
-            } => return index::run(runs, pieces, writes).await,
+                behind,
+            } => return index::run(runs, pieces, writes, behind).await,
             _ => {}
         }
         let mut env = Env::new(cli.binary, cli.site_root)?;
