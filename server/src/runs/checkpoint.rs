@@ -171,7 +171,8 @@ impl Checkpointer {
     /// The writes are background ones ([`crate::store::writer::Writer::write_background`]): on a
     /// saturated machine one takes far longer than its CPU time, so past `due` (the next
     /// checkpoint's time) the rest is left for the next checkpoint, which gathers it again, and
-    /// the chunks keep their interval. The first write always goes, so indexing moves on.
+    /// the chunks keep their interval. The first write is always tried (it may still yield to other
+    /// writes queued behind it, and then goes first next time).
     async fn index_steps(&self, steps: Vec<(Indexed, StepDocs)>, due: tokio::time::Instant) {
         for (written, batch) in index_batches(steps).into_iter().enumerate() {
             if written > 0 && tokio::time::Instant::now() >= due {
@@ -289,7 +290,8 @@ type IndexOrder = (Instant, Instant);
 /// The most pieces one write of a checkpoint's finished steps indexes: the write runs at the
 /// lowest priority's share of a saturated machine (250 pieces: 3 ms of CPU on a quiet machine,
 /// about 290 ms with both cores busy at nice 0; 500, about 0.55 s: docs/benchmarks.md), and
-/// yields to a write queued behind it (a run that ends), which may still wait for the part
+/// yields to a write queued behind it (a run's start; not a run's end, which waits in
+/// [`Checkpointer::untrack`] for the write in flight), which may still wait for the part
 /// that cannot stop (its commit). Fewer a write cost more a piece (a commit each, and
 /// the indexes' pages written again, which the WAL's checkpoints copy at the normal priority):
 /// at 1,000 streams x 50 events/s a checkpoint has about 250, in one write.

@@ -27,7 +27,7 @@
 //! transaction and takes it back. The indexing is CPU the streams' threads would otherwise wait
 //! for on a busy machine (about 0.2 ms of the per-event p99 at 1,000 streams x 50 events/s,
 //! docs/benchmarks.md); at nice 19 they take the core back whenever they wake. A background
-//! transaction yields to a write queued behind it (a run's start or end): it stops at SQLite's
+//! transaction yields to a write queued behind it (a run's start, say): it stops at SQLite's
 //! next progress check and rolls back, its jobs answered with SQLite's interruption
 //! ([`Error::is_interrupted`]) for their caller to try again; at that priority, waiting for all
 //! of it took a saturated machine's write 0.3-0.7 s.
@@ -477,15 +477,6 @@ impl<D: Dialect> Thread<D> {
             .await
         {
             *batch = rest;
-            // A transaction that yielded has answered its jobs so (they are tried again):
-            // not a failure of the store's.
-            let result = match result {
-                Err(failed) if failed.interrupted => {
-                    tracing::debug!(error = %failed.error, "a background write yielded");
-                    Ok(())
-                }
-                result => result,
-            };
             return Some((connection, result));
         }
         // The thread stopped with the connection (a job panicked): its jobs are lost, as they
@@ -514,6 +505,14 @@ impl<D: Dialect> Thread<D> {
         connection: &mut D::Connection,
         pending: &mut VecDeque<Job<D::Connection>>,
     ) {
+        // A background transaction that yielded has answered its jobs so (their callers try
+        // again): it says nothing of the store, so the failure recorded stays as it was.
+        if let Err(failed) = &result {
+            if failed.interrupted {
+                tracing::debug!(error = %failed.error, "a background write yielded");
+                return;
+            }
+        }
         let began = result.as_ref().err().is_none_or(|failed| failed.began);
         let error = result.err().map(|failed| failed.error);
         if let Some(error) = &error {

@@ -7,9 +7,9 @@
 //! seconds before the per-event p99 is measured (which takes dozens of alternated rounds).
 //!
 //! With `--behind`, a one-event checkpoint write of another trace is queued 1 ms into each
-//! indexing write, and timed: what a run's start, end or checkpoint waits for a background
-//! write in flight, which yields to it (its pieces are then left out, as the checkpointer
-//! leaves them for its next checkpoint).
+//! indexing write, and timed: what a run's start (or any write queued from outside the
+//! checkpointer) waits for a background write in flight, which yields to it (its pieces are
+//! then left out, as the checkpointer leaves them for its next checkpoint).
 
 use std::{
     collections::BTreeMap,
