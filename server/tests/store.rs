@@ -11,8 +11,9 @@ use app::protocol::{
 };
 use common::*;
 use glassbox::error::Error;
+use glassbox::store::search::{parse_query, SearchDoc};
 use glassbox::store::{
-    FinishedTrace, ModelTurn, NewRun, StartedRun, Store, StoredUser, TraceShare,
+    FinishedTrace, ModelTurn, NewRun, StartedRun, StepDocs, Store, StoredUser, TraceShare,
 };
 use serde_json::json;
 use tempfile::TempDir;
@@ -734,4 +735,42 @@ async fn a_trace_ends_once() {
         .await;
     let answer = read.expect("read").expect("conversation").messages.pop();
     assert_eq!(answer.expect("the answer").status, MessageStatus::Complete);
+}
+
+/// A checkpoint's indexing write that reaches the writer after its run's end (a run's end does
+/// not wait for it) indexes nothing of the closed trace: the end indexed the answer, and a second
+/// copy of its steps would be found twice. The running trace's steps are indexed as before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_steps_of_a_trace_closed_before_their_write_are_not_indexed() {
+    let (store, _dir) = store().await;
+    begin(&store, "ana", None, "open").await;
+    begin(&store, "ana", None, "closed").await;
+    finish(
+        &store,
+        "closed",
+        MessageStatus::Complete,
+        &text_events("run_closed", 1, 2),
+    )
+    .await;
+    let step = |tag: &str| StepDocs {
+        trace_id: format!("trace_{tag}"),
+        docs: vec![SearchDoc {
+            kind: "tool",
+            message_id: Some(format!("answer_{tag}")),
+            step: Some("call_1".to_owned()),
+            tool: Some("grep_search".to_owned()),
+            status: Some("success".to_owned()),
+            model: None,
+            created_at: NOW.to_owned(),
+            body: "zanzibar found in notes.md".to_owned(),
+        }],
+    };
+    store
+        .index_steps(vec![step("closed"), step("open")])
+        .await
+        .expect("index the steps");
+    let query = parse_query("zanzibar").expect("a query");
+    let hits = store.search("ana", &query).await.expect("search");
+    let found: Vec<Option<String>> = hits.into_iter().map(|hit| hit.message_id).collect();
+    assert_eq!(found, [Some("answer_open".to_owned())]);
 }

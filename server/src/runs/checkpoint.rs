@@ -8,7 +8,8 @@
 //! loses at most the events of the last interval plus one write. The steps the runs finished
 //! since the last checkpoint are indexed for search after the chunks, in one more write (more
 //! past [`INDEX_PIECES_PER_WRITE`]), background work of the writer's (at the lowest priority: on
-//! a busy machine it waits, and the next checkpoint's chunks do not wait for all of it).
+//! a busy machine it waits, and the next checkpoint's chunks do not wait for all of it; a run's
+//! end does not wait for it at all, and makes it yield).
 //!
 //! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
@@ -46,7 +47,7 @@ pub struct Checkpointer {
     tracked: Mutex<HashMap<String, Tracked>>,
     /// Runs call `notify_one` on it after a `tool_result`.
     wake: Arc<Notify>,
-    /// Held for each transaction, so `untrack` can wait for one in flight.
+    /// Held for each write of chunks, so `untrack` can wait for one in flight.
     writing: tokio::sync::Mutex<()>,
 }
 
@@ -103,7 +104,9 @@ impl Checkpointer {
     }
 
     /// Stops checkpointing the run. When this returns, no write of its events is in flight and none
-    /// will start, so the final write (which replaces the checkpoint rows) is the last.
+    /// will start, so the final write (which replaces the checkpoint rows) is the last. It does
+    /// not wait for an indexing write in flight: that is background work, which yields to the
+    /// final write queued behind it, and which indexes nothing of a trace closed before it.
     pub async fn untrack(&self, run_id: &str) {
         self.tracked().remove(run_id);
         let _in_flight = self.writing.lock().await;
@@ -179,7 +182,9 @@ impl Checkpointer {
                 tracing::debug!(written, "indexing left for the next checkpoint");
                 break;
             }
-            let _writing = self.writing.lock().await;
+            // Without `writing`: a run that ends meanwhile does not wait for this write (its
+            // end, queued behind it, makes it yield), and the store indexes no piece of a trace
+            // closed before the write (its end indexed its message).
             let (indexed, steps) = self.still_tracked(batch);
             match self.store.index_steps(steps).await {
                 Ok(()) => self.move_forward(indexed),
@@ -194,8 +199,9 @@ impl Checkpointer {
     }
 
     /// What of `batch` is for runs still tracked, split into what storing it moves forward and
-    /// what is stored; called with `writing` held. A run untracked since the gathering has
-    /// closed its trace, and indexed its message: none of its rows may follow.
+    /// what is stored. A run untracked since the gathering has closed its trace, and indexed
+    /// its message: none of its rows may follow (chunks are filtered with `writing` held; the
+    /// store leaves out the pieces of a closed trace itself).
     fn still_tracked<P: Progress, T>(&self, batch: Vec<(P, T)>) -> (Vec<P>, Vec<T>) {
         let tracked = self.tracked();
         batch
@@ -290,8 +296,7 @@ type IndexOrder = (Instant, Instant);
 /// The most pieces one write of a checkpoint's finished steps indexes: the write runs at the
 /// lowest priority's share of a saturated machine (250 pieces: 3 ms of CPU on a quiet machine,
 /// about 290 ms with both cores busy at nice 0; 500, about 0.55 s: docs/benchmarks.md), and
-/// yields to a write queued behind it (a run's start; not a run's end, which waits in
-/// [`Checkpointer::untrack`] for the write in flight), which may still wait for the part
+/// yields to a write queued behind it (a run's start or end), which may still wait for the part
 /// that cannot stop (its commit). Fewer a write cost more a piece (a commit each, and
 /// the indexes' pages written again, which the WAL's checkpoints copy at the normal priority):
 /// at 1,000 streams x 50 events/s a checkpoint has about 250, in one write.
@@ -510,5 +515,41 @@ mod tests {
         }
         turns.sort_unstable();
         assert_eq!(turns, [0, 1, 2], "each run in its turn");
+    }
+
+    /// A run that ends while the checkpointer's indexing write waits (here for another
+    /// connection's write lock; on a saturated machine for the lowest priority's share of a core)
+    /// stops being checkpointed at once: its end is queued behind that write, which yields to it.
+    /// (Seen failing with the indexing write under `writing`: `untrack` waited for it.)
+    #[tokio::test]
+    async fn a_run_that_ends_does_not_wait_for_the_indexing_write_in_flight() {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("index.db");
+        let url = format!("sqlite://{}", path.display());
+        let checkpointer = Checkpointer::new(Store::connect(&url).await.expect("store"));
+        let run = started(&checkpointer, "a");
+        finish_calls(&run, 3);
+        let (_, steps) = checkpointer.gather();
+        let holder = rusqlite::Connection::open(&path).expect("a second connection");
+        holder
+            .execute_batch("BEGIN IMMEDIATE")
+            .expect("the write lock");
+        let later = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut indexing = std::pin::pin!(checkpointer.index_steps(steps, later));
+        assert!(
+            futures::poll!(&mut indexing).is_pending(),
+            "the write waits"
+        );
+        let untracked =
+            tokio::time::timeout(Duration::from_secs(2), checkpointer.untrack(&run.run_id)).await;
+        holder
+            .execute_batch("ROLLBACK")
+            .expect("the lock given back");
+        assert!(
+            untracked.is_ok(),
+            "the run's end waited for the indexing write"
+        );
+        indexing.await;
+        assert!(checkpointer.tracked().is_empty());
     }
 }

@@ -27,7 +27,7 @@
 //! transaction and takes it back. The indexing is CPU the streams' threads would otherwise wait
 //! for on a busy machine (about 0.2 ms of the per-event p99 at 1,000 streams x 50 events/s,
 //! docs/benchmarks.md); at nice 19 they take the core back whenever they wake. A background
-//! transaction yields to a write queued behind it (a run's start, say): it stops at SQLite's
+//! transaction yields to a write queued behind it (a run's start or end, say): it stops at SQLite's
 //! next progress check and rolls back, its jobs answered with SQLite's interruption
 //! ([`Error::is_interrupted`]) for their caller to try again; at that priority, waiting for all
 //! of it took a saturated machine's write 0.3-0.7 s.

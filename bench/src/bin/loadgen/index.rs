@@ -9,7 +9,10 @@
 //! With `--behind`, a one-event checkpoint write of another trace is queued 1 ms into each
 //! indexing write, and timed: what a run's start (or any write queued from outside the
 //! checkpointer) waits for a background write in flight, which yields to it (its pieces are
-//! then left out, as the checkpointer leaves them for its next checkpoint).
+//! then left out, as the checkpointer leaves them for its next checkpoint). With `--behind end`
+//! the write queued is a run's end (`Store::finish_run` of a trace begun for it): the
+//! checkpointer does not hold a run's end back for its indexing write in flight, so this is
+//! what a run's end waits for it.
 
 use std::{
     collections::BTreeMap,
@@ -17,12 +20,27 @@ use std::{
     time::{Duration, Instant},
 };
 
-use glassbox::store::{search::SearchDoc, StepDocs, Store};
+use app::protocol::{Message, MessageStatus};
+use glassbox::store::{search::SearchDoc, FinishedTrace, StepDocs, Store};
 use glassbox_bench::{summary, Jitter};
 
 use super::storage::{begin, Begun};
 
-pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Result<(), String> {
+/// The write `--behind` queues behind each indexing write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Behind {
+    /// A one-event checkpoint write.
+    Event,
+    /// A run's end.
+    End,
+}
+
+pub async fn run(
+    runs: usize,
+    pieces: usize,
+    writes: usize,
+    behind: Option<Behind>,
+) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1: the pieces are the running traces' steps".into());
     }
@@ -36,6 +54,14 @@ pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Res
     for run in 0..runs {
         begun.push(begin(&store, &format!("index_{run}")).await?);
     }
+    // A running trace for each run's end queued behind a write.
+    let mut ending = Vec::new();
+    if behind == Some(Behind::End) {
+        for write in 0..writes {
+            ending.push(begin(&store, &format!("ending_{write}")).await?);
+        }
+    }
+    let mut ending = ending.into_iter();
     let mut jitter = Jitter::new(7);
     let mut write_us = Vec::with_capacity(writes);
     let mut behind_us = Vec::with_capacity(writes);
@@ -46,19 +72,7 @@ pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Res
         let steps = spread(&begun, &mut jitter, pieces, &mut piece);
         let began = Instant::now();
         let indexed = store.index_steps(steps);
-        let queued = async {
-            if !behind {
-                return Ok(None);
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-            let event: Arc<str> = Arc::from(r#"{"type":"text_delta","delta":"x "}"#);
-            let queued = Instant::now();
-            let seq = write as u64 + 1;
-            store
-                .append_events(&begun[0].trace_id, &[(seq, event)])
-                .await
-                .map(|()| Some(queued.elapsed().as_micros() as u64))
-        };
+        let queued = queue_behind(&store, behind, &begun[0], write as u64 + 1, ending.next());
         let (indexed, queued) = tokio::join!(indexed, queued);
         match indexed {
             Err(error) if error.is_interrupted() => yielded += 1,
@@ -77,10 +91,14 @@ pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Res
         p99 as f64 / 1000.0,
         max as f64 / 1000.0,
     );
-    if behind {
+    if let Some(behind) = behind {
         let (p50, p99, max) = summary(&mut behind_us);
+        let what = match behind {
+            Behind::Event => "a write",
+            Behind::End => "a run's end",
+        };
         println!(
-            "a write queued 1 ms into each: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {yielded} of {writes} indexing writes yielded to it",
+            "{what} queued 1 ms into each: p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; {yielded} of {writes} indexing writes yielded to it",
             p50 as f64 / 1000.0,
             p99 as f64 / 1000.0,
             max as f64 / 1000.0,
@@ -88,6 +106,56 @@ pub async fn run(runs: usize, pieces: usize, writes: usize, behind: bool) -> Res
     }
     store.close().await;
     Ok(())
+}
+
+/// 1 ms into an indexing write, the write `behind` says, timed: event `seq` of `running`, or the
+/// end of `ending`; `None` without `--behind`.
+async fn queue_behind(
+    store: &Store,
+    behind: Option<Behind>,
+    running: &Begun,
+    seq: u64,
+    ending: Option<Begun>,
+) -> Result<Option<u64>, glassbox::error::Error> {
+    let Some(behind) = behind else {
+        return Ok(None);
+    };
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    let event: Arc<str> = Arc::from(r#"{"type":"text_delta","delta":"x "}"#);
+    let queued = Instant::now();
+    match (behind, ending) {
+        (Behind::End, Some(ending)) => end(store, &ending, event).await?,
+        _ => {
+            store
+                .append_events(&running.trace_id, &[(seq, event)])
+                .await?
+        }
+    }
+    Ok(Some(queued.elapsed().as_micros() as u64))
+}
+
+/// Closes `run`'s trace with one event and an empty answer, as a run's end does.
+async fn end(store: &Store, run: &Begun, event: Arc<str>) -> Result<(), glassbox::error::Error> {
+    let mut message = Message::assistant(
+        run.answer_id.clone(),
+        "scenario:bench".into(),
+        "2026-11-22T10:00:00.000Z".into(),
+    );
+    message.status = MessageStatus::Complete;
+    store
+        .finish_run(FinishedTrace {
+            trace_id: &run.trace_id,
+            message: &message,
+            completed_at: "2026-11-22T10:00:01.000Z",
+            duration_ms: 1_000,
+            cancelled_by: None,
+            reason: None,
+            error_code: None,
+            events: &[event],
+            model_turns: &[],
+        })
+        .await
+        .map(|_closed| ())
 }
 
 /// `pieces` pieces spread over the running traces at random, numbered from `piece` on.

@@ -149,10 +149,12 @@ enum Command {
         /// Writes (80 of 250: 20,000 pieces, 20 s of that load).
         #[arg(long, default_value_t = 80)]
         writes: usize,
-        /// Queue a one-event checkpoint write 1 ms into each indexing write and time it: how
-        /// long a write waits behind one in flight (which yields to it).
-        #[arg(long)]
-        behind: bool,
+        /// Queue a write 1 ms into each indexing write and time it: how long a write waits
+        /// behind one in flight (which yields to it). `event` (the default): a one-event
+        /// checkpoint write, as a run's start or the API's writes queue; `end`: a run's end, the
+        /// trace of a running run closed.
+        #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "event")]
+        behind: Option<index::Behind>,
     },
 }
 

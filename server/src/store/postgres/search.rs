@@ -2,6 +2,8 @@
 //! body)`) is under a GIN index, written in the writer's transaction that stores their text. Each
 //! term becomes `phraseto_tsquery('simple', $n)` of a bound parameter, all joined by `&&`.
 
+use std::collections::HashMap;
+
 use app::models::SearchHit;
 use app::protocol::Message;
 use sqlx::PgConnection;
@@ -180,11 +182,27 @@ async fn apply_reindex(
     Ok(())
 }
 
-/// Indexes the steps that running traces finished since the last checkpoint.
+/// Indexes the steps that running traces finished since the last checkpoint. A trace closed
+/// since (its run's end indexed its message, in a write queued after this one was gathered)
+/// gets none: its pieces would be a second copy of its message's.
 async fn index_steps_in(tx: &mut PgConnection, steps: Vec<StepDocs>) -> Result<()> {
-    for StepDocs { trace_id, docs } in steps.iter().filter(|steps| !steps.docs.is_empty()) {
-        if let Some((owner_id, conversation_id)) = trace_owner(tx, trace_id).await? {
-            insert_docs(tx, &owner_id, &conversation_id, docs).await?;
+    let steps: Vec<StepDocs> = steps.into_iter().filter(|s| !s.docs.is_empty()).collect();
+    let trace_ids: Vec<&str> = steps.iter().map(|s| s.trace_id.as_str()).collect();
+    let owners: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT t.trace_id, c.owner_id, c.id FROM agent_traces t
+         JOIN conversations c ON c.id = t.conversation_id
+         WHERE t.trace_id = ANY($1) AND t.status = 'running'",
+    )
+    .bind(&trace_ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    let owners: HashMap<String, (String, String)> = owners
+        .into_iter()
+        .map(|(trace_id, owner_id, conversation_id)| (trace_id, (owner_id, conversation_id)))
+        .collect();
+    for StepDocs { trace_id, docs } in &steps {
+        if let Some((owner_id, conversation_id)) = owners.get(trace_id) {
+            insert_docs(tx, owner_id, conversation_id, docs).await?;
         }
     }
     Ok(())

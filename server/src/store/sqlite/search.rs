@@ -158,7 +158,9 @@ pub(super) fn index_answer(tx: &Connection, trace_id: &str, message: &Message) -
 }
 
 /// Indexes the steps that running traces finished since the last checkpoint, in one statement
-/// (see [`doc_row`]); each piece's owner and conversation are its trace's.
+/// (see [`doc_row`]); each piece's owner and conversation are its trace's. A trace closed since
+/// (its run's end indexed its message, in a write queued after this one was gathered) gets none:
+/// its pieces would be a second copy of its message's.
 fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
     let rows: Vec<_> = steps
         .iter()
@@ -172,7 +174,7 @@ fn index_steps_in(tx: &Connection, steps: &[StepDocs]) -> Result<()> {
          SELECT c.owner_id, c.id, d.value ->> 1, d.value ->> 2, d.value ->> 3, d.value ->> 4,
                 d.value ->> 5, d.value ->> 6, d.value ->> 7, d.value ->> 8
          FROM json_each(?) d
-         JOIN agent_traces t ON t.trace_id = d.value ->> 0
+         JOIN agent_traces t ON t.trace_id = d.value ->> 0 AND t.status = 'running'
          JOIN conversations c ON c.id = t.conversation_id
          ORDER BY d.key",
     )?
