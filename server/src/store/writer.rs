@@ -26,9 +26,10 @@
 //! lowest priority (nice 19, [`Background`]): the writer hands it the connection for the
 //! transaction and takes it back. The indexing is CPU the streams' threads would otherwise wait
 //! for on a busy machine (about 0.2 ms of the per-event p99 at 1,000 streams x 50 events/s,
-//! docs/benchmarks.md); at nice 19 they take the core back whenever they wake. A background
-//! transaction yields to a write queued behind it (a run's start or end, say): it stops at SQLite's
-//! next progress check and rolls back, its jobs answered with SQLite's interruption
+//! docs/benchmarks.md); at nice 19, and with the core offered back every 0.1 ms
+//! ([`OFFER_THE_CORE_EVERY`]), they have it soon after they wake. A background transaction
+//! yields to a write queued behind it (a run's start or end, say): it stops at SQLite's next
+//! progress check and rolls back, its jobs answered with SQLite's interruption
 //! ([`Error::is_interrupted`]) for their caller to try again; at that priority, waiting for all
 //! of it took a saturated machine's write 0.3-0.7 s.
 //!
@@ -41,7 +42,7 @@ use std::{
         atomic::{AtomicBool, Ordering},
         Arc, Mutex,
     },
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use futures::future::BoxFuture;
@@ -81,6 +82,14 @@ pub trait Dialect: Send + Sync + 'static {
 /// whether it is asked to yield (tens of microseconds).
 const YIELD_CHECK_STEPS: std::os::raw::c_int = 100;
 
+/// How often a background statement offers its core to the threads waiting for one
+/// (`sched_yield`, at its next look at whether it is asked to yield). At nice 19 the scheduler
+/// still let it keep the core from a thread that woke (until the next tick, 4 ms at 250 Hz,
+/// when the thread's lag made it wait: `perf sched`, docs/benchmarks.md); and on a saturated
+/// machine the writer's thread, which sets the flag that makes it yield, waited for the core
+/// too. Offering it every 0.1 ms: a write behind an indexing write there p50 162 -> 10 ms.
+const OFFER_THE_CORE_EVERY: Duration = Duration::from_micros(100);
+
 pub struct Sqlite;
 pub struct Postgres;
 
@@ -107,10 +116,19 @@ impl Dialect for Sqlite {
     /// the transaction back.
     fn yield_when(connection: &rusqlite::Connection, asked: Option<Arc<AtomicBool>>) {
         match asked {
-            Some(asked) => connection.progress_handler(
-                YIELD_CHECK_STEPS,
-                Some(move || asked.load(Ordering::Relaxed)),
-            ),
+            Some(asked) => {
+                let mut offered = Instant::now();
+                connection.progress_handler(
+                    YIELD_CHECK_STEPS,
+                    Some(move || {
+                        if offered.elapsed() >= OFFER_THE_CORE_EVERY {
+                            std::thread::yield_now();
+                            offered = Instant::now();
+                        }
+                        asked.load(Ordering::Relaxed)
+                    }),
+                )
+            }
             None => connection.progress_handler(0, None::<fn() -> bool>),
         }
     }

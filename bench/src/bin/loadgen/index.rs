@@ -40,6 +40,7 @@ pub async fn run(
     pieces: usize,
     writes: usize,
     behind: Option<Behind>,
+    wakeups: bool,
 ) -> Result<(), String> {
     if runs == 0 {
         return Err("--runs must be at least 1: the pieces are the running traces' steps".into());
@@ -50,18 +51,15 @@ pub async fn run(
         .await
         .map_err(|error| error.to_string())?;
     // Each in a conversation of its own, as the load generator's runs are.
-    let mut begun = Vec::with_capacity(runs);
-    for run in 0..runs {
-        begun.push(begin(&store, &format!("index_{run}")).await?);
-    }
+    let begun = begin_many(&store, "index", runs).await?;
     // A running trace for each run's end queued behind a write.
-    let mut ending = Vec::new();
-    if behind == Some(Behind::End) {
-        for write in 0..writes {
-            ending.push(begin(&store, &format!("ending_{write}")).await?);
-        }
-    }
-    let mut ending = ending.into_iter();
+    let ends = if behind == Some(Behind::End) {
+        writes
+    } else {
+        0
+    };
+    let mut ending = begin_many(&store, "ending", ends).await?.into_iter();
+    let sleeper = wakeups.then(Sleeper::start);
     let mut jitter = Jitter::new(7);
     let mut write_us = Vec::with_capacity(writes);
     let mut behind_us = Vec::with_capacity(writes);
@@ -82,6 +80,7 @@ pub async fn run(
         behind_us.extend(queued.map_err(|error| error.to_string())?);
     }
     let total = started.elapsed().as_secs_f64();
+    let late_us = sleeper.map(Sleeper::stop);
     let sum_ms = write_us.iter().sum::<u64>() as f64 / 1000.0;
     let (p50, p99, max) = summary(&mut write_us);
     println!(
@@ -104,8 +103,64 @@ pub async fn run(
             max as f64 / 1000.0,
         );
     }
+    if let Some(late_us) = late_us {
+        report_wakeups(late_us);
+    }
     store.close().await;
     Ok(())
+}
+
+/// `count` runs begun, each in a conversation of its own, their ids numbered after `prefix`.
+async fn begin_many(store: &Store, prefix: &str, count: usize) -> Result<Vec<Begun>, String> {
+    let mut begun = Vec::with_capacity(count);
+    for run in 0..count {
+        begun.push(begin(store, &format!("{prefix}_{run}")).await?);
+    }
+    Ok(begun)
+}
+
+/// How late the [`Sleeper`] woke.
+fn report_wakeups(mut late_us: Vec<u64>) {
+    let woken = late_us.len();
+    let stalled = late_us.iter().filter(|&&late| late > 500).count();
+    let (p50, p99, max) = summary(&mut late_us);
+    println!(
+        "a thread waking every 1 ms beside them, {woken} times: late p50 {:.3} ms, p99 {:.3} ms, max {:.3} ms; more than 0.5 ms late {stalled} times",
+        p50 as f64 / 1000.0,
+        p99 as f64 / 1000.0,
+        max as f64 / 1000.0,
+    );
+}
+
+/// A thread at the normal priority that sleeps 1 ms at a time until stopped, and how late it
+/// woke each time (µs).
+struct Sleeper {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<u64>>,
+}
+
+impl Sleeper {
+    fn start() -> Sleeper {
+        use std::sync::atomic::Ordering;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stopped = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut late_us = Vec::new();
+            while !stopped.load(Ordering::Relaxed) {
+                let slept = Instant::now();
+                std::thread::sleep(Duration::from_millis(1));
+                let late = slept.elapsed().saturating_sub(Duration::from_millis(1));
+                late_us.push(late.as_micros() as u64);
+            }
+            late_us
+        });
+        Sleeper { stop, thread }
+    }
+
+    fn stop(self) -> Vec<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
 }
 
 /// 1 ms into an indexing write, the write `behind` says, timed: event `seq` of `running`, or the

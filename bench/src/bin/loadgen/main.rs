@@ -155,6 +155,11 @@ enum Command {
         /// trace of a running run closed.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "event")]
         behind: Option<index::Behind>,
+        /// Beside the writes, a thread at the normal priority sleeps 1 ms at a time and times
+        /// how late it wakes: what a stream's thread waits for the core the background thread
+        /// holds (run under `taskset -c 0` so that both share one core).
+        #[arg(long)]
+        wakeups: bool,
     },
 }
 
@@ -230,7 +235,8 @@ fn main() -> std::process::ExitCode {
                 pieces,
                 writes,
                 behind,
-            } => return index::run(runs, pieces, writes, behind).await,
+                wakeups,
+            } => return index::run(runs, pieces, writes, behind, wakeups).await,
             _ => {}
         }
         let mut env = Env::new(cli.binary, cli.site_root)?;
