@@ -9,7 +9,7 @@
 //! since the last checkpoint are indexed for search after the chunks, in one more write (more
 //! past [`INDEX_PIECES_PER_WRITE`]), background work of the writer's (at the lowest priority: on
 //! a busy machine it waits, and the next checkpoint's chunks do not wait for all of it; a run's
-//! end does not wait for it at all, and makes it yield).
+//! end does not wait for it in the checkpointer, and on SQLite makes it yield).
 //!
 //! It runs on a thread of its own (see [`Checkpointer::spawn`]): tools stuck in blocking I/O can
 //! fill tokio's blocking pool and busy async workers can lag, and neither may stop checkpoints.
@@ -105,8 +105,9 @@ impl Checkpointer {
 
     /// Stops checkpointing the run. When this returns, no write of its events is in flight and none
     /// will start, so the final write (which replaces the checkpoint rows) is the last. It does
-    /// not wait for an indexing write in flight: that is background work, which yields to the
-    /// final write queued behind it, and which indexes nothing of a trace closed before it.
+    /// not wait for an indexing write in flight: the final write is queued behind it (on SQLite
+    /// it yields to that write; on PostgreSQL it goes first, as any job queued before), and it
+    /// indexes nothing of a trace closed before it.
     pub async fn untrack(&self, run_id: &str) {
         self.tracked().remove(run_id);
         let _in_flight = self.writing.lock().await;
@@ -182,9 +183,9 @@ impl Checkpointer {
                 tracing::debug!(written, "indexing left for the next checkpoint");
                 break;
             }
-            // Without `writing`: a run that ends meanwhile does not wait for this write (its
-            // end, queued behind it, makes it yield), and the store indexes no piece of a trace
-            // closed before the write (its end indexed its message).
+            // Without `writing`: a run that ends meanwhile does not wait for this write here (its
+            // end is queued behind it, which it yields to on SQLite), and the store indexes no
+            // piece of a trace closed before the write (its end indexed its message).
             let (indexed, steps) = self.still_tracked(batch);
             match self.store.index_steps(steps).await {
                 Ok(()) => self.move_forward(indexed),
@@ -199,9 +200,10 @@ impl Checkpointer {
     }
 
     /// What of `batch` is for runs still tracked, split into what storing it moves forward and
-    /// what is stored. A run untracked since the gathering has closed its trace, and indexed
-    /// its message: none of its rows may follow (chunks are filtered with `writing` held; the
-    /// store leaves out the pieces of a closed trace itself).
+    /// what is stored. A run untracked since the gathering has ended: its final write, queued
+    /// or done, closes its trace and indexes its message, so none of its rows may follow
+    /// (chunks are filtered with `writing` held; the store leaves out the pieces of a trace
+    /// already closed, and the final write keeps or replaces those written before it).
     fn still_tracked<P: Progress, T>(&self, batch: Vec<(P, T)>) -> (Vec<P>, Vec<T>) {
         let tracked = self.tracked();
         batch
@@ -296,8 +298,8 @@ type IndexOrder = (Instant, Instant);
 /// The most pieces one write of a checkpoint's finished steps indexes: the write runs at the
 /// lowest priority's share of a saturated machine (250 pieces: 3 ms of CPU on a quiet machine,
 /// about 290 ms with both cores busy at nice 0; 500, about 0.55 s: docs/benchmarks.md), and
-/// yields to a write queued behind it (a run's start or end), which may still wait for the part
-/// that cannot stop (its commit). Fewer a write cost more a piece (a commit each, and
+/// yields (on SQLite) to a write queued behind it (a run's start or end), which may still wait
+/// for the part that cannot stop (its commit). Fewer a write cost more a piece (a commit each, and
 /// the indexes' pages written again, which the WAL's checkpoints copy at the normal priority):
 /// at 1,000 streams x 50 events/s a checkpoint has about 250, in one write.
 const INDEX_PIECES_PER_WRITE: usize = 500;
@@ -519,8 +521,10 @@ mod tests {
 
     /// A run that ends while the checkpointer's indexing write waits (here for another
     /// connection's write lock; on a saturated machine for the lowest priority's share of a core)
-    /// stops being checkpointed at once: its end is queued behind that write, which yields to it.
-    /// (Seen failing with the indexing write under `writing`: `untrack` waited for it.)
+    /// stops being checkpointed at once, so its end can be queued behind that write (that the
+    /// write then yields is `store::writer`'s test; that it adds nothing of a closed trace,
+    /// `tests/store.rs`'). (Seen failing with the indexing write under `writing`: `untrack`
+    /// waited for it.)
     #[tokio::test]
     async fn a_run_that_ends_does_not_wait_for_the_indexing_write_in_flight() {
         let dir = tempfile::tempdir().expect("temporary directory");

@@ -27,8 +27,8 @@
 //! transaction and takes it back. The indexing is CPU the streams' threads would otherwise wait
 //! for on a busy machine (about 0.2 ms of the per-event p99 at 1,000 streams x 50 events/s,
 //! docs/benchmarks.md); at nice 19, and with the core offered back every 0.1 ms
-//! ([`OFFER_THE_CORE_EVERY`]), they have it soon after they wake. A background transaction
-//! yields to a write queued behind it (a run's start or end, say): it stops at SQLite's next
+//! ([`OFFER_THE_CORE_EVERY`]), they have it soon after they wake. A background transaction on
+//! SQLite yields to a write queued behind it (a run's start or end, say): it stops at SQLite's next
 //! progress check and rolls back, its jobs answered with SQLite's interruption
 //! ([`Error::is_interrupted`]) for their caller to try again; at that priority, waiting for all
 //! of it took a saturated machine's write 0.3-0.7 s.

@@ -184,14 +184,17 @@ async fn apply_reindex(
 
 /// Indexes the steps that running traces finished since the last checkpoint. A trace closed
 /// since (its run's end indexed its message, in a write queued after this one was gathered)
-/// gets none: its pieces would be a second copy of its message's.
+/// gets none: its pieces would be a second copy of its message's. The traces read are locked
+/// (`FOR SHARE`) until the commit: another instance closing one of them (taking its run for
+/// lost) waits, and its end then sees these pieces.
 async fn index_steps_in(tx: &mut PgConnection, steps: Vec<StepDocs>) -> Result<()> {
     let steps: Vec<StepDocs> = steps.into_iter().filter(|s| !s.docs.is_empty()).collect();
     let trace_ids: Vec<&str> = steps.iter().map(|s| s.trace_id.as_str()).collect();
     let owners: Vec<(String, String, String)> = sqlx::query_as(
         "SELECT t.trace_id, c.owner_id, c.id FROM agent_traces t
          JOIN conversations c ON c.id = t.conversation_id
-         WHERE t.trace_id = ANY($1) AND t.status = 'running'",
+         WHERE t.trace_id = ANY($1) AND t.status = 'running'
+         FOR SHARE OF t",
     )
     .bind(&trace_ids)
     .fetch_all(&mut *tx)
