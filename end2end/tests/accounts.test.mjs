@@ -9,7 +9,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, binaryPath } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 /** What Chromium logs for a page that answers 404. */
 const NOT_FOUND = 'console.error: Failed to load resource: the server responded with a status of 404 (Not Found)';
@@ -61,7 +61,7 @@ test('two people each see only their own conversations; signing out ends the ses
   await useModel(alice.page, 'scenario:secret');
   assert.match(await alice.page.locator('.account').innerText(), /alice[\s\S]*Sign out/);
   await send(alice.page, 'Tell me a secret');
-  await alice.page.locator('.message.assistant[data-status="complete"]').waitFor();
+  await waitForRendered(alice.page.locator('.message.assistant[data-status="complete"]'));
   await alice.page.waitForURL(/\/c\//);
   const conversation = new URL(alice.page.url()).pathname;
   assert.match(await alice.page.locator('.conversation-list').innerText(), /Tell me a secret/);

@@ -10,7 +10,7 @@ import { writeFileSync, mkdtempSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openChat, waitForHydration, send } from '../support/browser.mjs';
+import { launchBrowser, openChat, waitForHydration, send, waitForRendered } from '../support/browser.mjs';
 
 const root = resolve(import.meta.dirname, '..', '..');
 let agent;
@@ -57,7 +57,7 @@ test('a pydantic-ai run streams into the chat, reloads the same, and its trace r
   await call.waitFor({ timeout: 15_000 });
   assert.match(await call.locator('.tool-name').innerText(), /get_weather/);
   const assistant = page.locator('.message.assistant[data-status="complete"]');
-  await assistant.waitFor({ timeout: 15_000 });
+  await waitForRendered(assistant, { timeout: 15_000 });
   await page.getByText('It is sunny in Paris, 21 °C.').waitFor();
   const blocks = async () => (await assistant.locator(':scope > :not(.message-footer)').allInnerTexts()).join('\n');
   const live = await blocks();
@@ -66,7 +66,7 @@ test('a pydantic-ai run streams into the chat, reloads the same, and its trace r
   await page.waitForURL(/\/c\//);
   await page.reload();
   await waitForHydration(page);
-  await assistant.waitFor();
+  await waitForRendered(assistant);
   assert.equal(await blocks(), live, 'the stored message shows the same blocks');
   await assistant.locator('div.tool-call').first().evaluate((element) => { if (!element.classList.contains('open')) element.querySelector('.segment-header').click(); });
   assert.match(await assistant.locator('.tool-args').first().innerText(), /"city": "Paris"/);

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeOpenAI, providersFile, chunk, toolCall } from '../support/fake-openai.mjs';
-import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, send, waitForRendered } from '../support/browser.mjs';
 import { busyRun, otherRun, storedRun } from '../bench/scenarios.mjs';
 
 let server;
@@ -96,10 +96,10 @@ test('two runs with different tool calls compare step by step, the same after a 
   await page.getByLabel('Model').selectOption('fake/one');
   await send(page, 'How many TODOs are in the notes?');
   const done = page.locator('.message.assistant[data-status="complete"]');
-  await done.first().waitFor({ timeout: 15_000 });
+  await waitForRendered(done.first(), { timeout: 15_000 });
   await page.getByLabel('Model').selectOption('fake/two');
   await send(page, 'How many TODOs, and what else is here?');
-  await done.nth(1).waitFor({ timeout: 15_000 });
+  await waitForRendered(done.nth(1), { timeout: 15_000 });
 
   // The first run's trace page: "Compare with…" lists the second run (same conversation first).
   await done.first().getByRole('link', { name: 'View trace' }).click();

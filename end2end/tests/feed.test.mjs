@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, openChat, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 const PARAGRAPHS = Array.from({ length: 8 }, (_, i) => `Paragraph ${i + 1} of a long answer, written slowly.`);
 const THOUGHT = `First, the part to select: ${'a steady sentence. '.repeat(3).trim()}\n\n${'More thinking streams after it. '.repeat(40).trim()}`;
@@ -68,7 +68,7 @@ test('a running tool block keeps what the person chose (closed, Show all) while 
   assert.equal(await first.evaluate((el) => el.__kept), true, 'the same element, not a redrawn one');
   assert.match(await second.locator('.tool-output').innerText(), /tick 1\ntick 2\ntick 3/, 'Show all stays pressed');
   assert.equal(await second.locator('.preview-notice').count(), 0);
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 10_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 10_000 });
 
   // The call ended and its block closed by itself (normal mode): its body stays (what the person
   // did in it with it), hidden, and opening the block shows that same body again.
@@ -105,7 +105,7 @@ test('the end of a run keeps the DOM it streamed into, and only the last paragra
     watch();
     new MutationObserver(watch).observe(article, { childList: true, subtree: true, characterData: true });
   });
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 20_000 });
   const marks = await page.evaluate(() => {
     const article = document.querySelector('.message.assistant');
     const paragraphs = [...article.querySelectorAll('.message-text .markdown p')];
@@ -144,7 +144,7 @@ test('a selection in a streaming reasoning part is still there after 50 more del
   assert.equal(await page.locator('.reasoning.live .live-part:not(.complete)').count(), 1, 'measured while the part streams');
   // ...the same text is selected, in the same nodes.
   assert.deepEqual(after, [selected, true]);
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 20_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -196,7 +196,7 @@ test('a long conversation opens on its newest messages and loads the earlier one
   // Still a working conversation: a new question streams at the end.
   await useModel(page, 'scenario:quick');
   await send(page, 'Question 35');
-  await page.locator('article.message.assistant[data-status="complete"]').nth(35).waitFor();
+  await waitForRendered(page.locator('article.message.assistant[data-status="complete"]').nth(35));
   assert.equal(await pageTall(), 0, 'the page does not scroll after an answer streamed');
   assert.deepEqual(problems, []);
   await context.close();

@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 // A tall answer (about 1,500 px at 1280 x 720) and a slow one that outgrows the screen.
 const TALL = Array.from({ length: 40 }, (_, i) => `Paragraph ${i + 1} of a tall answer that was given before.`);
@@ -87,7 +87,7 @@ async function followUntilComplete(page, count) {
     if (!now.streaming && (await done.count())) break;
     await page.waitForTimeout(40);
   }
-  await done.waitFor({ timeout: 1_000 });
+  await waitForRendered(done, { timeout: 1_000 });
   return worst;
 }
 

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, openChat, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, openChat, send, waitForRendered } from '../support/browser.mjs';
 
 const corpusFile = join(dirname(fileURLToPath(import.meta.url)), '..', 'corpus', 'hostile.json');
 const corpus = JSON.parse(readFileSync(corpusFile, 'utf8')).documents.map(({ name, parts }) => ({
@@ -80,7 +80,7 @@ test('every hostile document hydrates as a stored answer and reasoning', async (
 test('a hostile answer is drawn live as it streams', async () => {
   const { page, context, problems } = await openChat(browser, server.url, 'scenario:hostile_live');
   await send(page, 'Go deep');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 60_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 60_000 });
   assert.equal(await page.evaluate(() => document.body.dataset.crashed === 'true'), false);
   assert.match(await page.locator('.message.assistant .markdown').last().textContent(), /deep/);
   assert.deepEqual(problems, []);

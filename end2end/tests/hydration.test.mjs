@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 const corpusDir = join(dirname(fileURLToPath(import.meta.url)), '..', 'corpus', 'markdown');
 const corpus = readdirSync(corpusDir)
@@ -175,12 +175,12 @@ test('an answer with a table survives a reload: the page stays alive and can sen
   await waitForHydration(page);
   await useModel(page, 'scenario:table');
   await send(page, 'Where are the TODOs?');
-  await page.locator('.message.assistant[data-status="complete"] table tbody tr').first().waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"] table tbody tr').first(), { timeout: 15_000 });
   await page.reload();
   assert.equal(await hydratedOrCrashed(page), false, 'no panic on reload');
   assert.equal(await page.locator('.message.assistant table th').count(), 2);
   await send(page, 'And again?');
-  await page.locator('.message.assistant[data-status="complete"]').nth(1).waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]').nth(1), { timeout: 15_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -219,7 +219,7 @@ test('a page opened while a run streams hydrates its live view, and Stop works',
   await page.goto(`${server.url}/c/${run.conversation_id}`);
   assert.equal(await hydratedOrCrashed(page), false);
   await page.getByRole('button', { name: /Stop/ }).click();
-  await page.locator('.message.assistant[data-status="cancelled"]').waitFor({ timeout: 10_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="cancelled"]'), { timeout: 10_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });

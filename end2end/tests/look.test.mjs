@@ -6,7 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { AxeBuilder } from '@axe-core/playwright';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, openChat, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, openChat, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 let server;
 let browser;
@@ -52,7 +52,7 @@ test('at 390 px the sidebar is a drawer behind a menu button; everything fits an
   await waitForHydration(page);
   await useModel(page, 'scenario:work');
   await send(page, 'Find the TODOs');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 20_000 });
   await page.waitForURL(/\/c\//);
 
   const sidebar = page.locator('#sidebar');
@@ -73,7 +73,7 @@ test('at 390 px the sidebar is a drawer behind a menu button; everything fits an
   await page.waitForURL((url) => url.pathname === '/');
   await sidebar.waitFor({ state: 'hidden' });
   await page.goBack();
-  await page.locator('.message.assistant[data-status="complete"]').waitFor();
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'));
 
   // Nothing is wider than the screen; touch targets are 44 px; a long tool title wraps.
   const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
@@ -94,7 +94,7 @@ test('the activity strip has a lane per tool call; parallel calls overlap; a lan
   const { page, context, problems } = await openChat(browser, server.url, 'scenario:work');
   await send(page, 'Find the TODOs');
   const answer = page.locator('.message.assistant[data-status="complete"]');
-  await answer.waitFor({ timeout: 20_000 });
+  await waitForRendered(answer, { timeout: 20_000 });
   const lanes = answer.locator('.activity-lane');
   assert.equal(await lanes.count(), await answer.locator('.tool-call').count());
   assert.equal(await lanes.count(), 2);
@@ -129,7 +129,7 @@ test('the chat follows the answer as it grows, stops when the person scrolls up,
   const readingAt = await messages.evaluate((el) => el.scrollTop);
   await page.getByText('Paragraph 40 of').waitFor({ timeout: 15_000 });
   assert.equal(await messages.evaluate((el) => el.scrollTop), readingAt, 'not pulled down while reading');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   await page.waitForURL(/\/c\//);
   await page.reload();
   await waitForHydration(page);
@@ -156,7 +156,7 @@ test('by keyboard alone: send, stop, open a tool block, open the settings', asyn
   const focused = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
   assert.notEqual(focused, 'none', 'focus is visible');
   await page.keyboard.press('Enter');
-  await page.locator('.message.assistant[data-status="cancelled"]').waitFor();
+  await waitForRendered(page.locator('.message.assistant[data-status="cancelled"]'));
 
   await tabTo(() => document.activeElement?.matches('.tool-call > .segment-header'));
   await page.keyboard.press('Enter');
@@ -181,7 +181,7 @@ for (const scheme of ['light', 'dark']) {
     await send(page, 'Find the TODOs');
     await page.locator('.tool-call.running').first().waitFor({ timeout: 15_000 });
     found.push(...(await serious(page, 'streaming')));
-    await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+    await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 20_000 });
     found.push(...(await serious(page, 'ended')));
     await page.getByRole('button', { name: 'Settings' }).click();
     found.push(...(await serious(page, 'settings')));

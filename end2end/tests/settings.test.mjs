@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration, useModel, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, useModel, send, waitForRendered } from '../support/browser.mjs';
 
 const LONG_LINE = 'x'.repeat(90);
 const LONG_FILE = Array.from({ length: 50 }, (_, i) => `${String(i + 1).padStart(2, '0')} ${LONG_LINE}`).join('\n');
@@ -55,7 +55,7 @@ test('minimal hides the blocks, verbose expands them, normal collapses them: all
   await waitForHydration(page);
   await useModel(page, 'scenario:three_tools');
   await send(page, 'Read things');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   await page.evaluate(() => { window.__sameDocument = true; });
 
   const openBlocks = () => page.locator('div.tool-call.open').count();
@@ -84,7 +84,7 @@ test('long output shows a preview with a notice and a way to see it all', async 
   await waitForHydration(page);
   await useModel(page, 'scenario:three_tools');
   await send(page, 'Read the long file');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   const block = page.locator('.tool-call', { hasText: 'Reading long.txt' });
   await block.locator('.segment-header').click();
   const notice = block.locator('.preview-notice');
@@ -118,7 +118,7 @@ test('normal mode collapses every block of a message with more tools than the li
   await limit.fill('5');
   await limit.dispatchEvent('change');
   assert.equal(await page.locator('div.tool-call.running.open').count(), 1, 'within the limit a running block opens');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 20_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 20_000 });
   assert.deepEqual(problems, []);
   await context.close();
 });
@@ -129,7 +129,7 @@ test('settings survive a reload and the server renders the chosen mode', async (
   await waitForHydration(page);
   await useModel(page, 'scenario:three_tools');
   await send(page, 'Remember my mode');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   await setMode(page, 'Minimal');
   const url = page.url();
 
@@ -155,7 +155,7 @@ test('markdown renders safely: formatting, safe links only, code with a copy but
   await waitForHydration(page);
   await useModel(page, 'scenario:three_tools');
   await send(page, 'Format it');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   const answer = page.locator('.message.assistant .message-text');
   assert.equal(await answer.locator('strong').innerText(), 'bold');
   const link = answer.getByRole('link', { name: 'safe link' });

@@ -3,7 +3,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer } from '../support/server.mjs';
-import { launchBrowser, openPage, waitForHydration } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, waitForRendered } from '../support/browser.mjs';
 
 let server;
 let browser;
@@ -105,7 +105,7 @@ test('the app hydrates and streams under its Content-Security-Policy, with no vi
   await waitForHydration(page);
   await page.getByLabel('Message').fill('What is in this workspace?');
   await page.keyboard.press('Enter');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   assert.deepEqual(problems, [], 'no violation while hydrating and streaming');
   // An inline script without the nonce does not run.
   const ran = await page.evaluate(() => {

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeAnthropic, SIGNATURE, REDACTED_DATA } from '../support/fake-anthropic.mjs';
-import { launchBrowser, openChat, send } from '../support/browser.mjs';
+import { launchBrowser, openChat, send, waitForRendered } from '../support/browser.mjs';
 
 let server;
 let fake;
@@ -45,7 +45,7 @@ test('thinking before and after a tool call shows live, collapses after the answ
   await page.locator('.reasoning.live', { hasText: 'Found it in notes.md.' }).waitFor({ timeout: 15_000 });
 
   const assistant = page.locator('.message.assistant[data-status="complete"]');
-  await assistant.waitFor({ timeout: 15_000 });
+  await waitForRendered(assistant, { timeout: 15_000 });
   await assistant.getByText('One TODO, in notes.md.').waitFor();
   assert.equal(await page.locator('.reasoning.live').count(), 0, 'the overlay gave way');
   const reasoning = assistant.locator('.segment.reasoning:not(.live)');

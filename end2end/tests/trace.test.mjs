@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer } from '../support/server.mjs';
 import { startFakeOpenAI, providersFile } from '../support/fake-openai.mjs';
-import { launchBrowser, openPage, waitForHydration, send } from '../support/browser.mjs';
+import { launchBrowser, openPage, waitForHydration, send, waitForRendered } from '../support/browser.mjs';
 import { busyRun, storedRun } from '../bench/scenarios.mjs';
 
 let server;
@@ -58,7 +58,7 @@ test('a past message opens its trace; replay at 4x ends in the same view as the 
   const { page, context, problems } = await openPage(browser);
   await chat(page, 'scenario:work', 'Find the TODO');
   const assistant = page.locator('.message.assistant[data-status="complete"]');
-  await assistant.waitFor({ timeout: 15_000 });
+  await waitForRendered(assistant, { timeout: 15_000 });
   const liveView = (await assistant.locator(':scope > :not(.message-footer)').allInnerTexts()).join('\n');
 
   // The footer's figures are the stored trace's.
@@ -108,7 +108,7 @@ test('a past message opens its trace; replay at 4x ends in the same view as the 
 test('the inspector lists the model requests and tool calls as drop-downs', async () => {
   const { page, context, problems } = await openPage(browser);
   await chat(page, 'fake/m', 'Where is the TODO?');
-  await page.locator('.message.assistant[data-status="complete"]').waitFor({ timeout: 15_000 });
+  await waitForRendered(page.locator('.message.assistant[data-status="complete"]'), { timeout: 15_000 });
   await page.getByRole('link', { name: 'View trace' }).click();
   await page.waitForURL(/\/t\/trace_/);
   await page.getByRole('tab', { name: 'Inspector' }).click();
@@ -133,7 +133,7 @@ test('a stopped run\'s trace opens and says how it ended', async () => {
   await page.locator('.tool-call.running').waitFor();
   await page.getByRole('button', { name: /Stop/ }).click();
   const stopped = page.locator('.message.assistant[data-status="cancelled"]');
-  await stopped.waitFor();
+  await waitForRendered(stopped);
   await stopped.getByRole('link', { name: 'View trace' }).click();
   await page.locator('.trace-status', { hasText: /^Stopped \(user\)/ }).waitFor();
   assert.match(await page.locator('.message.replay').innerText(), /Partial\./);
@@ -145,7 +145,7 @@ test('a trace page opened directly preloads its chunk beside the main bundle, an
   const { page, context, problems } = await openPage(browser);
   await chat(page, 'scenario:work', 'Find the TODO once more');
   const assistant = page.locator('.message.assistant[data-status="complete"]');
-  await assistant.waitFor({ timeout: 15_000 });
+  await waitForRendered(assistant, { timeout: 15_000 });
   const href = await assistant.getByRole('link', { name: 'View trace' }).getAttribute('href');
   const requested = [];
   page.on('request', (r) => { if (r.url().includes('/pkg/')) requested.push(new URL(r.url()).pathname); });
@@ -174,7 +174,7 @@ test('the trace page is a lazily loaded wasm chunk: a chat never fetches it, the
   page.on('response', (r) => { if (r.url().endsWith('.wasm')) wasm.push(new URL(r.url()).pathname); });
   await chat(page, 'scenario:work', 'Find the TODO again');
   const assistant = page.locator('.message.assistant[data-status="complete"]');
-  await assistant.waitFor({ timeout: 15_000 });
+  await waitForRendered(assistant, { timeout: 15_000 });
   assert.deepEqual(wasm.map((path) => path.split('.')[0]), ['/pkg/glassbox'], 'the chat loads the main bundle only');
 
   // Opened directly (server-rendered, then hydrated once the chunk is in), the page works.
