@@ -90,15 +90,14 @@ export async function send(page, text) {
  * `content-visibility: auto` (style/glassbox.css); until the next rendering update finds it on
  * screen they are skipped, and `innerText` reads '' inside it (CI read an ended answer empty so).
  * The update decides before it paints, so a person never sees that moment; a test reading the
- * DOM in the same task as the change does. Returns the locator.
+ * DOM in the same task as the change does.
  */
 export async function waitForRendered(locator, options = {}) {
   await locator.waitFor(options);
   await afterRendering(locator.page());
-  return locator;
 }
 
 /** Resolves after the page's next rendering update: a frame's callbacks, then a task after them. */
-export async function afterRendering(page) {
+async function afterRendering(page) {
   await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => setTimeout(resolve, 0))));
 }
